@@ -1,0 +1,64 @@
+# camp_planner: the two commands are `make demo` and `make test`; each runs `make setup` first.
+# Set-up is idempotent: stamp files make a second run with nothing changed take seconds.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMPS := $(VENV)/.stamps
+PYTHON ?= python3
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+MSGS_SRC := $(shell find src/camp_msgs -type f 2>/dev/null)
+
+.PHONY: setup demo test lint format typecheck pytest bench clean
+setup: $(STAMPS)/msgs $(STAMPS)/package
+
+$(STAMPS)/venv:
+	$(PYTHON) -m venv $(VENV)
+	@mkdir -p $(STAMPS) && touch $@
+
+$(STAMPS)/requirements: requirements.txt scripts/fix_ros_wheel_cmake.sh $(STAMPS)/venv
+	$(PIP) install --quiet -r requirements.txt
+	scripts/fix_ros_wheel_cmake.sh $(VENV)
+	@touch $@
+
+$(STAMPS)/msgs: $(MSGS_SRC) $(STAMPS)/requirements
+	@mkdir -p build
+	cmake -S src/camp_msgs -B build/camp_msgs -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_PREFIX_PATH=$(CURDIR)/$(VENV) -DCMAKE_INSTALL_PREFIX=$(CURDIR)/$(VENV) \
+	  -DPython3_EXECUTABLE=$(CURDIR)/$(PY) -DBUILD_TESTING=OFF > build/camp_msgs.cmake.log 2>&1 \
+	  || { mkdir -p build; cat build/camp_msgs.cmake.log; exit 1; }
+	cmake --build build/camp_msgs -j2 > build/camp_msgs.build.log 2>&1 || { cat build/camp_msgs.build.log; exit 1; }
+	cmake --install build/camp_msgs > /dev/null
+	$(PY) -c 'from camp_msgs.msg import Context; from camp_msgs.srv import SelectContext'
+	@touch $@
+
+$(STAMPS)/package: setup.py setup.cfg package.xml $(STAMPS)/requirements
+	$(PIP) install --quiet --no-deps --no-build-isolation -e .
+	@touch $@
+
+demo: setup
+	$(VENV)/bin/camp demo
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+typecheck: setup
+	$(VENV)/bin/mypy
+
+pytest: setup
+	$(VENV)/bin/pytest
+
+test: lint typecheck pytest
+
+bench: setup
+	$(PY) scripts/bench_gridworld.py
+
+clean:
+	rm -rf build $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,33 @@
+"""ament_python build of camp_planner (also a plain pip-installable package)."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "camp_planner"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    package_dir={"": "src"},
+    packages=find_packages(where="src", include=["camp_planner", "camp_planner.*"]),
+    package_data={"camp_planner": ["py.typed"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.py")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="camp_planner engineers",
+    maintainer_email="eng@camp-planner.dev",
+    description="Learned context-specific abstract MDPs (CAMPs) for fast robot planning.",
+    license="MIT",
+    python_requires=">=3.10",
+    entry_points={
+        "console_scripts": [
+            "camp = camp_planner.cli:main",
+        ],
+    },
+)

@@ -1,0 +1,242 @@
+"""The ``camp`` command: list contexts, learn CSIs, plan one task, run the demo.
+
+Every user error (unknown domain, planner or context, malformed YAML/JSON) ends in one line on
+stderr and exit status 2; nothing prints a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from camp_planner.core.context import Context
+from camp_planner.core.errors import CampError
+from camp_planner.core.relevance import relevant_from_csis
+from camp_planner.domains import domain_names
+from camp_planner.domains.base import RenderPanel
+from camp_planner.planners import planner_names
+from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _common(p: argparse.ArgumentParser, domain: bool = True) -> None:
+    if domain:
+        p.add_argument("--domain", default="gridworld", help=f"one of: {', '.join(domain_names())}")
+    p.add_argument("--config", type=Path, help="YAML overriding the domain's defaults")
+    p.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS, help="cache/output folder")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="camp",
+        description="Learned context-specific abstract MDPs (CAMPs) for fast robot planning.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("contexts", help="list the context space with ids")
+    _common(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("csi", help="learn (and cache) context-specific independences")
+    _common(p)
+    p.add_argument("--context", action="append", help="index, id or name (repeatable)")
+    p.add_argument("--all", action="store_true", help="every context of the space")
+    p.add_argument("--json", action="store_true", help="print the learned CSIs as JSON")
+
+    p = sub.add_parser("plan", help="plan and execute one task under a context")
+    _common(p)
+    p.add_argument("--task", type=int, default=0, help="task index within the split")
+    p.add_argument("--split", choices=("train", "test"), default="test")
+    p.add_argument("--planner", default="bfs_replan", help=f"one of: {', '.join(planner_names())}")
+    p.add_argument("--context", default="universal", help="index, id or name (`camp contexts`)")
+    p.add_argument("--pure", action="store_true", help="pure planning in the full MDP")
+    p.add_argument("--ablation", action="store_true", help="sink only, no projection")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lambda", dest="lam", type=float, help="override λ of the objective")
+    p.add_argument("--timeout", type=float, help="per planning call, seconds")
+    p.add_argument("--render", type=Path, help="write a PNG of the episode")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser(
+        "demo", help="one task end to end: best context vs universal, side by side (PNG)"
+    )
+    _common(p)
+    p.add_argument("--task", type=int, default=0, help="test task index")
+    p.add_argument("--planner", default="bfs_replan", help=f"one of: {', '.join(planner_names())}")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, help="PNG path (default: <artifacts>/demo/...)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        handler = {"contexts": _contexts, "csi": _csi, "plan": _plan, "demo": _demo}
+        return handler[args.command](args)
+    except CampError as exc:
+        print(f"camp: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("camp: interrupted (finished work is cached)", file=sys.stderr)
+        return 130
+
+
+def _pipeline(args: argparse.Namespace) -> Pipeline:
+    return Pipeline.create(args.domain, args.config, args.artifacts)
+
+
+def _contexts(args: argparse.Namespace) -> int:
+    pipe = _pipeline(args)
+    if args.json:
+        rows = [
+            {"index": i, "id": c.id, "name": c.name, **c.to_json()}
+            for i, c in enumerate(pipe.space)
+        ]
+        print(json.dumps(rows, indent=1, default=str))
+        return 0
+    print(f"{len(pipe.space)} contexts for {pipe.domain.name}:")
+    for i, c in enumerate(pipe.space):
+        print(f"  {i:3d}  {c.id:<10}  {c.name}")
+    return 0
+
+
+def _progress_bar(total: int, desc: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, file=sys.stderr, disable=None, leave=False)
+
+
+def _csi(args: argparse.Namespace) -> int:
+    pipe = _pipeline(args)
+    if args.all:
+        contexts: list[Context] = list(pipe.space)
+    elif args.context:
+        contexts = [pipe.space.resolve(ref) for ref in args.context]
+    else:
+        raise CampError("say which contexts: --context REF (repeatable) or --all")
+    reward_vars = pipe.store.training_mdps()[0].reward_vars
+    records = []
+    bar = _progress_bar(len(contexts), "learning CSIs")
+    for ctx in contexts:
+        result = pipe.store.get(ctx)
+        relevant = relevant_from_csis(result, reward_vars)
+        dropped = [v for v in result.variables if v not in relevant]
+        records.append((ctx, result, relevant, dropped))
+        bar.update(1)
+    bar.close()
+    if args.json:
+        out = [
+            {
+                **r.to_json(),
+                "name": c.name,
+                "relevant_variables": sorted(rel),
+                "dropped_variables": dropped,
+            }
+            for c, r, rel, dropped in records
+        ]
+        print(json.dumps(out, indent=1, default=str))
+        return 0
+    print(f"CSIs cached in {pipe.store.path}")
+    for c, r, rel, dropped in records:
+        print(
+            f"  {c.id:<10} {c.name:<34} dependencies {len(r.dependencies):4d}  "
+            f"relevant {len(rel):3d}  dropped {len(dropped):3d}  ({r.seconds:.2f} s)"
+        )
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    pipe = _pipeline(args)
+    task = pipe.task(args.split, args.task)
+    if args.pure and args.ablation:
+        raise CampError("--pure and --ablation exclude each other")
+    context = None if args.pure else pipe.space.resolve(args.context)
+    result, camp = pipe.run(
+        task,
+        args.planner,
+        context,
+        seed=args.seed,
+        ablation=args.ablation,
+        lam=args.lam,
+        timeout_s=args.timeout,
+    )
+    mdp_vars = [v.name for v in pipe.domain.make_mdp(task, pipe.config).variables]
+    dropped = list(camp.dropped_variables) if camp is not None else []
+    record = {
+        "domain": pipe.domain.name,
+        "split": args.split,
+        "task": args.task,
+        "planner": args.planner,
+        "method": "pure" if args.pure else ("ablation" if args.ablation else "camp"),
+        "context": ({"id": context.id, "name": context.name} if context is not None else None),
+        "relevant_variables": [v for v in mdp_vars if v not in dropped],
+        "dropped_variables": dropped,
+        "lambda": pipe.lam(args.planner) if args.lam is None else args.lam,
+        **result.summary(),
+    }
+    if args.render:
+        label = context.name if context is not None else "pure planning"
+        ctx = context if context is not None else Context.universal()
+        pipe.domain.render(task, [RenderPanel(label, ctx, camp, result)], args.render)
+        record["render"] = str(args.render)
+    if args.json:
+        print(json.dumps(record, default=str))
+    else:
+        for key, value in record.items():
+            print(f"{key:>20}: {value}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    pipe = _pipeline(args)
+    task = pipe.task("test", args.task)
+    print(f"[demo] {pipe.domain.name} test task {args.task}, planner {args.planner}")
+    missing = [c for c in pipe.space if pipe.store.cached(c) is None and not c.is_universal]
+    if missing:
+        bar = _progress_bar(len(missing), "learning CSIs (cached after the first run)")
+        for c in missing:
+            pipe.store.get(c)
+            bar.update(1)
+        bar.close()
+    bar = _progress_bar(len(pipe.space), "scoring every context on this task")
+    scored = pipe.score_contexts(
+        task, args.planner, seed=args.seed, progress=lambda i, n: bar.update(1)
+    )
+    bar.close()
+    best_ctx, best = scored[0]
+    universal = next(r for c, r in scored if c.is_universal)
+    print("[demo] top contexts by objective (return − λ·compute):")
+    for c, r in scored[:3]:
+        print(f"    {c.name:<34} objective {r.objective:8.2f}  return {r.discounted_return:6.2f}")
+    mdp = pipe.domain.make_mdp(task, pipe.config)
+    camp_best = pipe.build_camp(mdp, best_ctx)
+    print(f"[demo] best context: {best_ctx.name} ({best_ctx.id})")
+    print(f"[demo] dropped {len(camp_best.dropped_variables)} of {len(mdp.variables)} variables")
+    for label, r in (("best context", best), ("universal", universal)):
+        print(
+            f"[demo] {label:<12}: return {r.discounted_return:7.2f}  "
+            f"compute {r.compute_time_s * 1000:8.1f} ms  objective {r.objective:8.2f}  "
+            f"{'reached goal' if r.success else r.outcome}"
+        )
+    speedup = universal.compute_time_s / max(best.compute_time_s, 1e-9)
+    print(f"[demo] planning-time ratio (universal ÷ best): {speedup:.1f}×")
+    out = args.out or args.artifacts / "demo" / f"{pipe.domain.name}_task{args.task}.png"
+    panels = [
+        RenderPanel(f"CAMP: {best_ctx.name}", best_ctx, camp_best, best),
+        RenderPanel("universal context (pure planning)", Context.universal(), None, universal),
+    ]
+    pipe.domain.render(task, panels, out)
+    print(f"[demo] wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

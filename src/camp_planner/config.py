@@ -1,0 +1,77 @@
+"""Loading experiment configuration: a domain's defaults overridden by a YAML file.
+
+Unknown keys, wrong types and malformed YAML are user errors (:class:`CampError`), reported in
+one line that names the file and the key.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from camp_planner.core.errors import CampError
+from camp_planner.domains.base import Domain
+
+
+def load_config(domain: Domain, path: Path | None) -> dict[str, Any]:
+    """The domain's defaults, overridden by ``path`` (if given)."""
+    config = domain.default_config()
+    if path is None:
+        return config
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise CampError(f"cannot read config file {path}: {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise CampError(f"malformed YAML in {path}{where}") from exc
+    if data is None:
+        return config
+    if not isinstance(data, Mapping):
+        raise CampError(f"config file {path} must hold a mapping at the top level")
+    if "domain" in data and data["domain"] != domain.name:
+        raise CampError(f"config file {path} is for domain '{data['domain']}', not '{domain.name}'")
+    overrides = {k: v for k, v in data.items() if k != "domain"}
+    return _merge(config, overrides, str(path), "")
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any], path: str, prefix: str) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        dotted = f"{prefix}{key}"
+        if key not in out:
+            known = ", ".join(sorted(map(str, out)))
+            raise CampError(f"unknown setting '{dotted}' in {path}; known here: {known}")
+        current = out[key]
+        if isinstance(current, dict):
+            if not isinstance(value, Mapping):
+                raise CampError(f"setting '{dotted}' in {path} must be a mapping")
+            # Planner settings are open-ended (each planner validates its own keys).
+            if dotted.startswith("planners.") or dotted == "planners":
+                merged = copy.deepcopy(current)
+                merged.update(value)
+                out[key] = merged
+            else:
+                out[key] = _merge(current, value, path, f"{dotted}.")
+        elif current is not None and not _same_kind(current, value):
+            raise CampError(
+                f"setting '{dotted}' in {path} should be {type(current).__name__}, got {value!r}"
+            )
+        else:
+            out[key] = value
+    return out
+
+
+def _same_kind(default: Any, value: Any) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, (int, float)):
+        return isinstance(value, (int, float))
+    return isinstance(value, type(default))

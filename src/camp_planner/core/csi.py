@@ -1,0 +1,244 @@
+"""Approximate context-specific independence learning (paper appendix A).
+
+For a context (C, 𝒞) we sample ``k1`` state–action assignments inside the context and, for
+every variable V^i outside C, up to ``k2`` alternative values v^i. V^j_{t+1} depends on V^i_t
+when changing V^i to v^i changes the distribution of V^j_{t+1}. Distributions are exact when
+the simulator can enumerate its outcomes (then any difference is a dependence) and empirical
+otherwise (then the Jensen–Shannon divergence must exceed a threshold, as in the original
+implementation). We return the *dependencies* (parent, child); the CSIs are their complement.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from camp_planner.core.context import Context
+from camp_planner.core.errors import CampError
+from camp_planner.core.mdp import Action, FactoredMDP, State
+
+Marginals = list[dict[Hashable, float]]
+
+
+@dataclass(frozen=True)
+class CSIConfig:
+    """Sample budgets and thresholds of CSI learning."""
+
+    k1: int = 50
+    k2: int = 50
+    samples_per_test: int = 30
+    js_threshold: float = 0.1
+    exact_threshold: float = 1e-9
+    max_rejections: int = 200
+    seed: int = 0
+
+    @staticmethod
+    def from_mapping(data: Mapping[str, Any]) -> CSIConfig:
+        unknown = set(data) - set(CSIConfig.__dataclass_fields__)
+        if unknown:
+            raise CampError(f"unknown CSI settings: {', '.join(sorted(unknown))}")
+        cfg = CSIConfig(**data)
+        if cfg.k1 < 1 or cfg.k2 < 1 or cfg.samples_per_test < 1:
+            raise CampError("CSI budgets k1, k2 and samples_per_test must be positive")
+        return cfg
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CSIResult:
+    """Learned dependencies under one context: ``(parent, child)`` means V^child_{t+1}
+    depends on V^parent_t. Pairs not listed are (approximately) independent."""
+
+    context: Context
+    variables: tuple[str, ...]
+    dependencies: frozenset[tuple[str, str]]
+    samples: int
+    seconds: float
+
+    def parents(self, child: str) -> frozenset[str]:
+        return frozenset(p for p, c in self.dependencies if c == child)
+
+    @property
+    def independences(self) -> frozenset[tuple[str, str]]:
+        """The CSIs proper: every (V^i, V^j) pair found independent under the context."""
+        pairs = {(a, b) for a in self.variables for b in self.variables}
+        return frozenset(pairs - self.dependencies)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "context": self.context.to_json(),
+            "context_id": self.context.id,
+            "variables": list(self.variables),
+            "dependencies": sorted([list(d) for d in self.dependencies]),
+            "samples": self.samples,
+            "seconds": round(self.seconds, 4),
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> CSIResult:
+        try:
+            deps = frozenset((str(p), str(c)) for p, c in data["dependencies"])
+            return CSIResult(
+                context=Context.from_json(data["context"]),
+                variables=tuple(str(v) for v in data["variables"]),
+                dependencies=deps,
+                samples=int(data["samples"]),
+                seconds=float(data["seconds"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CampError(f"malformed CSI record: {exc!r}") from exc
+
+
+def js_divergence(p: Mapping[Hashable, float], q: Mapping[Hashable, float]) -> float:
+    """Jensen–Shannon divergence in bits (0 for identical, 1 for disjoint distributions)."""
+    total = 0.0
+    for key in set(p) | set(q):
+        pk, qk = p.get(key, 0.0), q.get(key, 0.0)
+        mk = 0.5 * (pk + qk)
+        if pk > 0:
+            total += 0.5 * pk * math.log2(pk / mk)
+        if qk > 0:
+            total += 0.5 * qk * math.log2(qk / mk)
+    return max(total, 0.0)
+
+
+class _MarginalOracle:
+    """Next-variable marginals of one MDP's simulator, exact when it can enumerate outcomes."""
+
+    def __init__(self, mdp: FactoredMDP, config: CSIConfig, rng: random.Random) -> None:
+        self.mdp = mdp
+        self.config = config
+        self.rng = rng
+        self.n_state = len(mdp.state_vars)
+        self.calls = 0
+
+    def marginals(self, state: State, action: Action) -> tuple[Marginals, bool]:
+        self.calls += 1
+        outcomes = self.mdp.transition_distribution(state, action)
+        margs: Marginals = [dict() for _ in range(self.n_state)]
+        if outcomes is not None:
+            for o in outcomes:
+                for j, value in enumerate(o.state):
+                    margs[j][value] = margs[j].get(value, 0.0) + o.probability
+            return margs, True
+        n = self.config.samples_per_test
+        counts = [Counter[Hashable]() for _ in range(self.n_state)]
+        for _ in range(n):
+            nxt = self.mdp.sample_next_state(state, action, self.rng)
+            for j, value in enumerate(nxt):
+                counts[j][value] += 1
+        return [{k: c / n for k, c in cnt.items()} for cnt in counts], False
+
+
+def learn_csis(
+    mdps: Sequence[FactoredMDP],
+    context: Context,
+    config: CSIConfig,
+    progress: Callable[[int, int], None] | None = None,
+) -> CSIResult:
+    """Learn which (V^i_t → V^j_{t+1}) dependencies hold under ``context``.
+
+    ``mdps`` are tasks sharing one factored variable layout (e.g. the training tasks): each
+    sample is drawn from one of them, so CSIs reflect the whole task distribution.
+    """
+    if not mdps:
+        raise CampError("CSI learning needs at least one MDP")
+    layout = [v.name for v in mdps[0].variables]
+    for m in mdps[1:]:
+        if [v.name for v in m.variables] != layout:
+            raise CampError("all MDPs given to CSI learning must share their variables")
+    start = time.perf_counter()
+    rng = random.Random(config.seed)
+    oracles = [_MarginalOracle(m, config, rng) for m in mdps]
+    members = [context.compile(m) for m in mdps]
+    n_state = len(mdps[0].state_vars)
+    state_names = layout[:n_state]
+
+    samples = _sample_in_context(mdps, members, config, rng)
+    # One pool of alternative states per task: the v^i values are drawn from it.
+    pools = [[m.sample_state(rng) for _ in range(config.k2)] for m in mdps]
+    dependent: set[tuple[str, str]] = set()
+    free = [i for i, name in enumerate(layout) if name not in context.variables]
+    for step, (task, s, a) in enumerate(samples):
+        mdp, oracle, member = mdps[task], oracles[task], members[task]
+        base, exact = oracle.marginals(s, a)
+        for i in free:
+            parent = layout[i]
+            if all((parent, child) in dependent for child in state_names):
+                continue
+            for s2, a2 in _variants(mdp, s, a, i, config.k2, pools[task], rng):
+                if (s2, a2) == (s, a) or not member(s2, a2):
+                    continue
+                other, _ = oracle.marginals(s2, a2)
+                threshold = config.exact_threshold if exact else config.js_threshold
+                for j, child in enumerate(state_names):
+                    if (parent, child) in dependent:
+                        continue
+                    if js_divergence(base[j], other[j]) > threshold:
+                        dependent.add((parent, child))
+        if progress is not None:
+            progress(step + 1, len(samples))
+    return CSIResult(
+        context=context,
+        variables=tuple(layout),
+        dependencies=frozenset(dependent),
+        samples=sum(o.calls for o in oracles),
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _sample_in_context(
+    mdps: Sequence[FactoredMDP],
+    members: Sequence[Callable[[State, Action], bool]],
+    config: CSIConfig,
+    rng: random.Random,
+) -> list[tuple[int, State, Action]]:
+    """k1 (task, state, action) assignments inside the context, by rejection sampling."""
+    out: list[tuple[int, State, Action]] = []
+    attempts = 0
+    limit = config.k1 * config.max_rejections
+    while len(out) < config.k1:
+        attempts += 1
+        if attempts > limit:
+            if out:
+                break
+            raise CampError("could not sample any state–action pair inside the context")
+        task = rng.randrange(len(mdps))
+        s = mdps[task].sample_state(rng)
+        if mdps[task].is_terminal(s):
+            continue
+        a = mdps[task].sample_action(s, rng)
+        if members[task](s, a):
+            out.append((task, s, a))
+    return out
+
+
+def _variants(
+    mdp: FactoredMDP,
+    s: State,
+    a: Action,
+    i: int,
+    k2: int,
+    pool: Sequence[State],
+    rng: random.Random,
+) -> list[tuple[State, Action]]:
+    """Up to k2 copies of (s, a) with variable i changed: for action variables every value of
+    a small domain, for state variables the values seen in a pool of valid sampled states
+    (so a value is always one the task can really have)."""
+    n_state = len(mdp.state_vars)
+    if i >= n_state:
+        var = mdp.action_vars[i - n_state]
+        if var.domain is not None and len(var.domain) <= k2:
+            values = list(var.domain)
+        else:
+            values = [mdp.sample_action(s, rng)[i - n_state] for _ in range(k2)]
+        return [(s, mdp.assign_action(a, i - n_state, v)) for v in dict.fromkeys(values)]
+    values = list(dict.fromkeys(p[i] for p in pool))
+    return [(mdp.assign_state(s, i, v), a) for v in values]

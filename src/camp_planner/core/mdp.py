@@ -1,0 +1,158 @@
+"""Factored MDPs as black boxes: variables, states, actions and the simulator interface.
+
+States and actions are plain tuples aligned with the MDP's variable lists, so they hash and
+compare cheaply: planners store millions of them.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+State = tuple[Hashable, ...]
+Action = tuple[Hashable, ...]
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One state or action variable. ``domain`` is ``None`` for a continuous variable.
+
+    ``default`` is the value a right inverse of a projection fills in when the variable is
+    dropped; for action variables it must be the value that means "this part does nothing".
+    """
+
+    name: str
+    domain: tuple[Hashable, ...] | None = None
+    default: Hashable = None
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.domain is not None
+
+    @property
+    def domain_size(self) -> float:
+        return math.inf if self.domain is None else float(len(self.domain))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One possible successor of a transition with its probability."""
+
+    state: State
+    probability: float
+
+
+@dataclass
+class FactoredMDP(ABC):
+    """A finite-horizon factored MDP whose transition model is a black-box sampler.
+
+    Subclasses implement the simulator; everything the CAMP machinery needs from a domain is
+    here. ``transition_distribution`` is optional: planners and CSI learning fall back to
+    sampling when a simulator cannot enumerate its outcomes.
+    """
+
+    name: str
+    state_vars: tuple[Variable, ...]
+    action_vars: tuple[Variable, ...]
+    reward_vars: frozenset[str]
+    horizon: int = 25
+    gamma: float = 0.99
+    _state_index: dict[str, int] = field(init=False, repr=False, compare=False)
+    _action_index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._state_index = {v.name: i for i, v in enumerate(self.state_vars)}
+        self._action_index = {v.name: i for i, v in enumerate(self.action_vars)}
+        unknown = set(self.reward_vars) - set(self._state_index)
+        if unknown:
+            raise ValueError(f"reward variables {sorted(unknown)} are not state variables")
+        names = [v.name for v in self.variables]
+        if len(set(names)) != len(names):
+            raise ValueError("state and action variable names must be unique")
+
+    # --- structure -------------------------------------------------------------------------
+    @property
+    def variables(self) -> tuple[Variable, ...]:
+        """All state variables followed by all action variables (the paper's V)."""
+        return self.state_vars + self.action_vars
+
+    def state_index(self, name: str) -> int:
+        return self._state_index[name]
+
+    def action_index(self, name: str) -> int:
+        return self._action_index[name]
+
+    def variable(self, name: str) -> Variable:
+        if name in self._state_index:
+            return self.state_vars[self._state_index[name]]
+        return self.action_vars[self._action_index[name]]
+
+    # --- the task --------------------------------------------------------------------------
+    @abstractmethod
+    def initial_state(self) -> State:
+        """s0 of the task."""
+
+    @abstractmethod
+    def reward(self, state: State, action: Action, next_state: State) -> float:
+        """R of the task; depends on the state only through ``reward_vars``."""
+
+    @abstractmethod
+    def is_terminal(self, state: State) -> bool:
+        """Whether an episode ends in ``state``."""
+
+    def is_goal(self, state: State) -> bool:
+        """Whether ``state`` achieves the task (counts as success); by default terminal."""
+        return self.is_terminal(state)
+
+    # --- the black-box simulator -----------------------------------------------------------
+    @abstractmethod
+    def applicable_actions(self, state: State) -> Sequence[Action]:
+        """The actions an agent may choose in ``state`` (never empty for non-terminal states)."""
+
+    @abstractmethod
+    def sample_next_state(self, state: State, action: Action, rng: random.Random) -> State:
+        """Draw s' ~ T(s, a, ·)."""
+
+    def transition_distribution(self, state: State, action: Action) -> Sequence[Outcome] | None:
+        """All outcomes of T(s, a, ·) with probabilities; ``None`` if the simulator can't tell."""
+        return None
+
+    def most_likely_next_state(self, state: State, action: Action) -> State:
+        """The determinisation used by replanning planners."""
+        outcomes = self.transition_distribution(state, action)
+        if outcomes is None:
+            return self.sample_next_state(state, action, random.Random(0))
+        return max(outcomes, key=lambda o: o.probability).state
+
+    # --- what CSI learning needs -----------------------------------------------------------
+    @abstractmethod
+    def sample_state(self, rng: random.Random) -> State:
+        """A valid state drawn broadly over the state space (not only reachable from s0)."""
+
+    def sample_action(self, state: State, rng: random.Random) -> Action:
+        """An action assignment to test dependences with; by default any applicable action."""
+        return rng.choice(list(self.applicable_actions(state)))
+
+    def assign_state(self, state: State, index: int, value: Hashable) -> State:
+        """``state`` with variable ``index`` set to ``value``; domains override this to keep
+        derived variables consistent (e.g. a room label that follows from a position)."""
+        return state[:index] + (value,) + state[index + 1 :]
+
+    def assign_action(self, action: Action, index: int, value: Hashable) -> Action:
+        """``action`` with action variable ``index`` set to ``value``."""
+        return action[:index] + (value,) + action[index + 1 :]
+
+    # --- readable output -------------------------------------------------------------------
+    def describe_state(self, state: State) -> dict[str, Hashable]:
+        return {v.name: state[i] for i, v in enumerate(self.state_vars)}
+
+    def describe_action(self, action: Action) -> str:
+        active = [
+            f"{v.name}={action[i]}"
+            for i, v in enumerate(self.action_vars)
+            if action[i] != v.default
+        ]
+        return ",".join(active) if active else "noop"

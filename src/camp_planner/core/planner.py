@@ -1,0 +1,73 @@
+"""The planner interface every solver implements, and the deadline it must honour.
+
+A planner is given whatever MDP it should plan in (the full task or a CAMP); it never knows
+which. ``prepare`` is where offline planners do their work; ``act`` is called at every step.
+Both receive a :class:`Deadline` and must raise :class:`PlanningTimeout` once it passes.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from camp_planner.core.mdp import Action, FactoredMDP, State
+
+
+class PlanningError(RuntimeError):
+    """A planner could not produce an action."""
+
+
+class PlanningTimeout(PlanningError):
+    """A planning call ran out of time."""
+
+
+class NoPlanFound(PlanningError):
+    """The planner proved (or concluded) that no rewarding plan exists."""
+
+
+@dataclass
+class Deadline:
+    """A wall-clock budget for one planning call; ``seconds=None`` means unlimited."""
+
+    seconds: float | None
+    clock: Callable[[], float] = time.perf_counter
+
+    def __post_init__(self) -> None:
+        self.start = self.clock()
+
+    @property
+    def elapsed(self) -> float:
+        return self.clock() - self.start
+
+    @property
+    def remaining(self) -> float:
+        if self.seconds is None:
+            return float("inf")
+        return self.seconds - self.elapsed
+
+    def expired(self) -> bool:
+        return self.seconds is not None and self.elapsed >= self.seconds
+
+    def check(self) -> None:
+        """Raise :class:`PlanningTimeout` if the budget is spent."""
+        if self.expired():
+            raise PlanningTimeout(f"planning call exceeded its {self.seconds:.3g} s budget")
+
+
+class Planner(ABC):
+    """A solver for factored MDPs, constructed from keyword settings and a seed."""
+
+    name: str = "planner"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    @abstractmethod
+    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
+        """Start a new episode in ``mdp`` (offline planners compute their policy here)."""
+
+    @abstractmethod
+    def act(self, state: State, deadline: Deadline) -> Action:
+        """The action to take in ``state`` of the MDP given to :meth:`prepare`."""

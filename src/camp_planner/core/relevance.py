@@ -1,0 +1,41 @@
+"""Context-specific variable relevance (paper Definition 2).
+
+A variable is relevant under a context when it can influence a reward variable at a later
+step: the backward closure, over learned dependencies, of the reward variables and the
+context's own variables (the CAMP must track those to detect violations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from camp_planner.core.csi import CSIResult
+
+
+def relevant_variables(
+    variables: Iterable[str],
+    reward_vars: Iterable[str],
+    context_vars: Iterable[str],
+    dependencies: Iterable[tuple[str, str]],
+) -> frozenset[str]:
+    """Backward closure of reward and context variables over ``(parent, child)`` pairs."""
+    known = set(variables)
+    parents: dict[str, set[str]] = {}
+    for parent, child in dependencies:
+        parents.setdefault(child, set()).add(parent)
+    relevant = (set(reward_vars) | set(context_vars)) & known
+    frontier = list(relevant)
+    while frontier:
+        child = frontier.pop()
+        for parent in parents.get(child, ()):
+            if parent not in relevant and parent in known:
+                relevant.add(parent)
+                frontier.append(parent)
+    return frozenset(relevant)
+
+
+def relevant_from_csis(csis: CSIResult, reward_vars: Iterable[str]) -> frozenset[str]:
+    """Relevant variables of the context ``csis`` was learned for."""
+    return relevant_variables(
+        csis.variables, reward_vars, csis.context.variables, csis.dependencies
+    )

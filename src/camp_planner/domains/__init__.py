@@ -1,0 +1,19 @@
+"""The benchmark domains, looked up by name."""
+
+from __future__ import annotations
+
+from camp_planner.core.errors import CampError
+from camp_planner.domains.base import Domain
+
+
+def domain_names() -> list[str]:
+    return ["gridworld"]
+
+
+def get_domain(name: str) -> Domain:
+    """The domain called ``name``; a clear error lists the known ones otherwise."""
+    if name == "gridworld":
+        from camp_planner.domains.gridworld.domain import GridworldDomain
+
+        return GridworldDomain()
+    raise CampError(f"unknown domain '{name}'; choose one of: {', '.join(domain_names())}")

@@ -1,0 +1,53 @@
+"""What every benchmark domain provides: task generation, the MDP, features and renders."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from camp_planner.core.camp import CAMP
+from camp_planner.core.context import Context
+from camp_planner.core.mdp import FactoredMDP
+from camp_planner.core.objective import EpisodeResult
+
+
+@dataclass(frozen=True)
+class RenderPanel:
+    """One picture in a side-by-side render: a labelled episode under a context."""
+
+    title: str
+    context: Context
+    camp: CAMP | None
+    episode: EpisodeResult | None
+
+
+class Domain(ABC):
+    """A task distribution with a shared factored variable layout."""
+
+    name: str = "domain"
+    version: str = "0"
+
+    @abstractmethod
+    def default_config(self) -> dict[str, Any]:
+        """Every setting with its default; config files may only override these keys."""
+
+    @abstractmethod
+    def make_tasks(self, config: Mapping[str, Any], split: str) -> Sequence[Any]:
+        """The ``train`` or ``test`` tasks (seeded, disjoint between splits)."""
+
+    @abstractmethod
+    def make_mdp(self, task: Any, config: Mapping[str, Any]) -> FactoredMDP:
+        """The factored MDP of one task."""
+
+    @abstractmethod
+    def features(self, task: Any) -> np.ndarray:
+        """θ = φ(s0, R): the task features the context selector sees."""
+
+    @abstractmethod
+    def render(self, task: Any, panels: Sequence[RenderPanel], path: Path) -> None:
+        """Write a PNG of the task with one panel per episode."""

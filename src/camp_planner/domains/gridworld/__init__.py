@@ -1,0 +1,1 @@
+"""Domain D1, the gridworld: tasks, the factored MDP, features and renders."""

@@ -1,0 +1,212 @@
+"""Anytime UCT (UCB1 Monte-Carlo tree search) for black-box factored MDPs.
+
+Only the simulator is used (``sample_next_state``, ``reward``, ``is_terminal``,
+``applicable_actions``), so this planner works on any MDP, including those whose transition
+distribution cannot be enumerated. A fresh tree is grown at every :meth:`MCTS.act` call.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+from camp_planner.core.mdp import Action, FactoredMDP, State
+from camp_planner.core.planner import Deadline, Planner, PlanningError
+
+
+class _Node:
+    """Per-action visit counts and summed discounted returns for one (state, depth) pair."""
+
+    __slots__ = ("actions", "counts", "totals", "untried", "visits")
+
+    def __init__(self, actions: Sequence[Action], rng: random.Random) -> None:
+        self.actions = actions
+        n = len(actions)
+        self.counts = [0] * n
+        self.totals = [0.0] * n
+        untried = list(range(n))
+        # Trying actions in a random order keeps the simulator's action order from biasing
+        # which branches get explored first when the budget is small.
+        rng.shuffle(untried)
+        self.untried = untried
+        self.visits = 0
+
+
+class MCTS(Planner):
+    """UCT with random rollouts, a closed-loop tree keyed by ``(state, depth)`` and UCB1.
+
+    Settings:
+        time_per_step: wall-clock seconds of search per :meth:`act` (``math.inf`` disables it).
+        max_iterations: stop after this many iterations (``None``: no limit).
+        exploration: the UCB1 constant, applied to returns normalised by their observed range,
+            so the same value suits rewards of 1 and of 1000.
+        rollout_depth: total look-ahead (tree plus rollout) in steps; never more than the MDP's
+            horizon, which is the default.
+
+    After each :meth:`act`, ``last_iterations`` and ``last_tree_size`` describe the search.
+    """
+
+    name = "mcts"
+
+    def __init__(
+        self,
+        seed: int = 0,
+        time_per_step: float = 0.25,
+        max_iterations: int | None = None,
+        exploration: float = 1.0,
+        rollout_depth: int | None = None,
+    ) -> None:
+        super().__init__(seed)
+        if not time_per_step > 0:
+            raise ValueError(f"time_per_step must be positive, got {time_per_step}")
+        if max_iterations is not None and max_iterations < 1:
+            raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
+        if exploration < 0:
+            raise ValueError(f"exploration must be non-negative, got {exploration}")
+        if rollout_depth is not None and rollout_depth < 1:
+            raise ValueError(f"rollout_depth must be at least 1, got {rollout_depth}")
+        self.time_per_step = time_per_step
+        self.max_iterations = max_iterations
+        self.exploration = exploration
+        self.rollout_depth = rollout_depth
+        self.last_iterations = 0
+        self.last_tree_size = 0
+        self._mdp: FactoredMDP | None = None
+        self._rng = random.Random(seed)
+        self._max_depth = 1
+        self._lo = math.inf
+        self._hi = -math.inf
+
+    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
+        deadline.check()
+        self._mdp = mdp
+        self._rng = random.Random(self.seed)
+        depth = mdp.horizon if self.rollout_depth is None else min(mdp.horizon, self.rollout_depth)
+        self._max_depth = max(1, depth)
+        self.last_iterations = 0
+        self.last_tree_size = 0
+
+    def act(self, state: State, deadline: Deadline) -> Action:
+        mdp = self._mdp
+        if mdp is None:
+            raise PlanningError("MCTS.act called before prepare")
+        deadline.check()
+        if mdp.is_terminal(state):
+            raise PlanningError("MCTS.act called in a terminal state")
+        actions = mdp.applicable_actions(state)
+        if not actions:
+            raise PlanningError("no applicable actions in the current state")
+
+        max_iterations = self.max_iterations
+        if max_iterations is None and math.isinf(self.time_per_step) and deadline.seconds is None:
+            raise PlanningError("MCTS needs max_iterations, a finite time_per_step or a deadline")
+        clock = deadline.clock
+        stop = clock() + self.time_per_step
+        root = _Node(actions, self._rng)
+        tree: dict[tuple[State, int], _Node] = {(state, 0): root}
+        self._lo = math.inf
+        self._hi = -math.inf
+        iterations = 0
+        while True:
+            self._iterate(state, root, tree)
+            iterations += 1
+            if max_iterations is not None and iterations >= max_iterations:
+                break
+            if deadline.expired() or clock() >= stop:
+                break
+        self.last_iterations = iterations
+        self.last_tree_size = len(tree)
+
+        counts = root.counts
+        totals = root.totals
+        best = 0
+        best_key = (-1, -math.inf)
+        for i, n in enumerate(counts):
+            key = (n, totals[i] / n if n else -math.inf)
+            if key > best_key:
+                best, best_key = i, key
+        return actions[best]
+
+    def _iterate(
+        self, root_state: State, root: _Node, tree: dict[tuple[State, int], _Node]
+    ) -> None:
+        """One selection–expansion–rollout–backup pass from the root."""
+        mdp = self._mdp
+        assert mdp is not None
+        rng = self._rng
+        max_depth = self._max_depth
+        path: list[tuple[_Node, int, float]] = []
+        state = root_state
+        node = root
+        depth = 0
+        leaf_value = 0.0
+        while True:
+            i = node.untried.pop() if node.untried else self._select(node)
+            action = node.actions[i]
+            next_state = mdp.sample_next_state(state, action, rng)
+            path.append((node, i, mdp.reward(state, action, next_state)))
+            depth += 1
+            state = next_state
+            if depth >= max_depth or mdp.is_terminal(state):
+                break
+            key = (state, depth)
+            child = tree.get(key)
+            if child is None:
+                child_actions = mdp.applicable_actions(state)
+                if child_actions:
+                    tree[key] = _Node(child_actions, rng)
+                    leaf_value = self._rollout(state, depth)
+                break
+            node = child
+
+        gamma = mdp.gamma
+        lo = self._lo
+        hi = self._hi
+        ret = leaf_value
+        for visited, i, reward in reversed(path):
+            ret = reward + gamma * ret
+            visited.visits += 1
+            visited.counts[i] += 1
+            visited.totals[i] += ret
+            if ret < lo:
+                lo = ret
+            if ret > hi:
+                hi = ret
+        self._lo = lo
+        self._hi = hi
+
+    def _select(self, node: _Node) -> int:
+        """UCB1 over a fully expanded node, on returns rescaled by their observed range."""
+        spread = self._hi - self._lo
+        inv_scale = 1.0 / spread if spread > 0 else 1.0
+        c2_log = self.exploration * self.exploration * math.log(node.visits)
+        totals = node.totals
+        best = 0
+        best_score = -math.inf
+        for i, n in enumerate(node.counts):
+            score = totals[i] / n * inv_scale + math.sqrt(c2_log / n)
+            if score > best_score:
+                best, best_score = i, score
+        return best
+
+    def _rollout(self, state: State, depth: int) -> float:
+        """Discounted return of a uniformly random policy from ``state`` to the depth limit."""
+        mdp = self._mdp
+        assert mdp is not None
+        rng = self._rng
+        gamma = mdp.gamma
+        total = 0.0
+        discount = 1.0
+        for _ in range(depth, self._max_depth):
+            if mdp.is_terminal(state):
+                break
+            actions = mdp.applicable_actions(state)
+            if not actions:
+                break
+            action = actions[int(rng.random() * len(actions))]
+            next_state = mdp.sample_next_state(state, action, rng)
+            total += discount * mdp.reward(state, action, next_state)
+            discount *= gamma
+            state = next_state
+        return total

@@ -1,0 +1,209 @@
+"""The end-to-end CAMP pipeline for one domain: context space, cached CSIs, CAMPs, episodes.
+
+This is what the CLI (and later the ROS nodes) call; it holds no global state. CSIs are
+cached in one JSON file per (domain, version, CSI and context settings), written atomically
+after every learned context so an interrupted run loses nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from camp_planner.core.camp import CAMP
+from camp_planner.core.context import Context
+from camp_planner.core.context_space import ContextSpace, ContextSpaceSpec, generate_context_space
+from camp_planner.core.csi import CSIConfig, CSIResult, learn_csis
+from camp_planner.core.errors import CampError
+from camp_planner.core.mdp import FactoredMDP
+from camp_planner.core.objective import EpisodeResult, run_episode
+from camp_planner.core.relevance import relevant_from_csis
+from camp_planner.domains import get_domain
+from camp_planner.domains.base import Domain
+from camp_planner.planners import make_planner, planner_names
+
+DEFAULT_ARTIFACTS = Path("artifacts")
+
+
+def csi_config(config: Mapping[str, Any]) -> CSIConfig:
+    settings = {k: v for k, v in config["csi"].items() if k != "tasks"}
+    return CSIConfig.from_mapping(settings)
+
+
+class CSIStore:
+    """Learned CSIs per context, cached on disk and learned on demand."""
+
+    def __init__(self, domain: Domain, config: Mapping[str, Any], artifacts: Path) -> None:
+        self.domain = domain
+        self.config = config
+        self.csi = csi_config(config)
+        key = json.dumps(
+            {
+                "domain": domain.name,
+                "version": domain.version,
+                "csi": config["csi"],
+                "world": config.get("world"),
+                "mdp": config.get("mdp"),
+                "seed": config["seed"],
+            },
+            sort_keys=True,
+        )
+        digest = hashlib.sha1(key.encode()).hexdigest()[:10]
+        self.path = artifacts / "csi" / f"{domain.name}-{digest}.json"
+        self._results: dict[str, CSIResult] = {}
+        self._mdps: list[FactoredMDP] | None = None
+        if self.path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        try:
+            data = json.loads(self.path.read_text())
+            records = data["contexts"]
+        except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise CampError(
+                f"CSI cache {self.path} is corrupt ({exc.__class__.__name__}); delete it to relearn"
+            ) from exc
+        for record in records:
+            result = CSIResult.from_json(record)
+            self._results[result.context.id] = result
+
+    def _save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "domain": self.domain.name,
+            "version": self.domain.version,
+            "csi": self.csi.to_json(),
+            "contexts": [r.to_json() for r in self._results.values()],
+        }
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(payload, indent=1, default=str))
+        os.replace(tmp, self.path)
+
+    def training_mdps(self) -> list[FactoredMDP]:
+        if self._mdps is None:
+            tasks = self.domain.make_tasks(self.config, "train")
+            n = max(1, min(int(self.config["csi"]["tasks"]), len(tasks)))
+            self._mdps = [self.domain.make_mdp(t, self.config) for t in tasks[:n]]
+        return self._mdps
+
+    def cached(self, context: Context) -> CSIResult | None:
+        return self._results.get(context.id)
+
+    def get(self, context: Context) -> CSIResult:
+        """CSIs of ``context``, learned (and saved) if not cached yet."""
+        result = self._results.get(context.id)
+        if result is None:
+            result = learn_csis(self.training_mdps(), context, self.csi)
+            self._results[context.id] = result
+            self._save()
+        return result
+
+
+@dataclass
+class Pipeline:
+    """A domain with its configuration, context space and CSI cache."""
+
+    domain: Domain
+    config: dict[str, Any]
+    space: ContextSpace
+    store: CSIStore
+
+    @staticmethod
+    def create(domain_name: str, config_path: Path | None, artifacts: Path) -> Pipeline:
+        from camp_planner.config import load_config
+
+        domain = get_domain(domain_name)
+        config = load_config(domain, config_path)
+        tasks = domain.make_tasks(config, "train")
+        if not tasks:
+            raise CampError("the configuration asks for zero training tasks")
+        probe = domain.make_mdp(tasks[0], config)
+        spec = ContextSpaceSpec.from_mapping(config["contexts"])
+        space = generate_context_space(probe, spec)
+        return Pipeline(domain, config, space, CSIStore(domain, config, artifacts))
+
+    def task(self, split: str, index: int) -> Any:
+        tasks = self.domain.make_tasks(self.config, split)
+        if not 0 <= index < len(tasks):
+            raise CampError(f"task {index} out of range: the {split} split has {len(tasks)} tasks")
+        return tasks[index]
+
+    def relevant(self, mdp: FactoredMDP, context: Context) -> frozenset[str]:
+        if context.is_universal:
+            # Under the universal context every variable is relevant (paper, all domains);
+            # learning its CSIs is still available through the store for inspection.
+            return frozenset(v.name for v in mdp.variables)
+        return relevant_from_csis(self.store.get(context), mdp.reward_vars)
+
+    def build_camp(self, mdp: FactoredMDP, context: Context, ablation: bool = False) -> CAMP:
+        relevant = None if ablation else self.relevant(mdp, context)
+        return CAMP.build(mdp, context, relevant, float(self.config["camp"]["sink_reward"]))
+
+    def lam(self, planner: str) -> float:
+        return float(self.config["lambda"].get(planner, 0.0))
+
+    def planner_settings(self, planner: str) -> dict[str, Any]:
+        if planner not in planner_names():
+            raise CampError(
+                f"unknown planner '{planner}'; choose one of: {', '.join(planner_names())}"
+            )
+        return dict(self.config["planners"].get(planner) or {})
+
+    def run(
+        self,
+        task: Any,
+        planner: str,
+        context: Context | None,
+        seed: int = 0,
+        ablation: bool = False,
+        lam: float | None = None,
+        timeout_s: float | None = None,
+    ) -> tuple[EpisodeResult, CAMP | None]:
+        """Build the CAMP of ``context`` (None: pure planning), plan and execute one episode."""
+        settings = self.planner_settings(planner)
+        mdp = self.domain.make_mdp(task, self.config)
+        if context is not None and self.store.cached(context) is None and not ablation:
+            self.store.get(context)  # learning CSIs is offline work, not charged to the task
+        t0 = time.perf_counter()
+        camp = self.build_camp(mdp, context, ablation) if context is not None else None
+        setup = time.perf_counter() - t0
+        try:
+            solver = make_planner(planner, seed=seed, **settings)
+        except ValueError as exc:
+            raise CampError(str(exc)) from exc
+        result = run_episode(
+            mdp,
+            solver,
+            lam=self.lam(planner) if lam is None else lam,
+            timeout_s=float(self.config["timeout_s"]) if timeout_s is None else timeout_s,
+            rng=random.Random(seed),
+            camp=camp,
+            setup_time_s=setup,
+        )
+        return result, camp
+
+    def score_contexts(
+        self,
+        task: Any,
+        planner: str,
+        seed: int = 0,
+        contexts: Sequence[Context] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[tuple[Context, EpisodeResult]]:
+        """Every context's episode on ``task``, best objective first (the oracle's view)."""
+        chosen = list(contexts) if contexts is not None else list(self.space)
+        scored = []
+        for i, ctx in enumerate(chosen):
+            result, _ = self.run(task, planner, ctx, seed=seed)
+            scored.append((ctx, result))
+            if progress is not None:
+                progress(i + 1, len(chosen))
+        scored.sort(key=lambda cr: cr[1].objective, reverse=True)
+        return scored

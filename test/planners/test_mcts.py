@@ -1,0 +1,129 @@
+import math
+import random
+
+import pytest
+from toy_mdps import LEFT, RIGHT, GridMDP, run_episode
+
+from camp_planner.core.mdp import Action
+from camp_planner.core.planner import Deadline, PlanningError, PlanningTimeout
+from camp_planner.planners.mcts import MCTS
+
+# Trap two steps to the left, goal two steps to the right: only the first action differs.
+CORRIDOR = ("T.S.G",)
+
+
+def prepared(mdp: GridMDP, seed: int = 0, **settings: float) -> MCTS:
+    planner = MCTS(seed=seed, time_per_step=math.inf, **settings)  # type: ignore[arg-type]
+    planner.prepare(mdp, Deadline(None))
+    return planner
+
+
+def actions_of_episode(planner: MCTS, mdp: GridMDP, seed: int) -> list[Action]:
+    rng = random.Random(seed)
+    state = mdp.initial_state()
+    actions: list[Action] = []
+    while not mdp.is_terminal(state) and len(actions) < mdp.horizon:
+        action = planner.act(state, Deadline(None))
+        actions.append(action)
+        state = mdp.sample_next_state(state, action, rng)
+    return actions
+
+
+def test_fixed_seed_and_iterations_are_deterministic() -> None:
+    mdp = GridMDP(("S...", ".T..", "...G"), slip=0.2, horizon=15)
+    runs = [actions_of_episode(prepared(mdp, seed=7, max_iterations=200), mdp, 1) for _ in "ab"]
+    assert runs[0] == runs[1]
+    planner = prepared(mdp, seed=7, max_iterations=200)
+    assert planner.last_iterations == 0
+    planner.act(mdp.initial_state(), Deadline(None))
+    assert planner.last_iterations == 200
+
+
+def test_prepare_resets_the_random_stream() -> None:
+    mdp = GridMDP(("S...", ".T..", "...G"), slip=0.2, horizon=15)
+    planner = prepared(mdp, seed=3, max_iterations=100)
+    first = actions_of_episode(planner, mdp, 0)
+    planner.prepare(mdp, Deadline(None))
+    assert actions_of_episode(planner, mdp, 0) == first
+
+
+@pytest.mark.parametrize("scale", [1.0, 1000.0])
+def test_first_action_heads_for_the_goal_whatever_the_reward_scale(scale: float) -> None:
+    mdp = GridMDP(CORRIDOR, goal_reward=scale, trap_reward=-scale, horizon=10)
+    for seed in range(3):
+        assert prepared(mdp, seed=seed, max_iterations=300).act((2, 0), Deadline(None)) == RIGHT
+
+
+@pytest.mark.parametrize("scale", [1.0, 1000.0])
+def test_finds_a_distant_goal_whatever_the_reward_scale(scale: float) -> None:
+    # The goal is left of the start and the trap right next to it on the right, so a
+    # planner that explores too little (rewards of 1000) or too much (rewards of 1) errs.
+    mdp = GridMDP(("G....ST",), goal_reward=scale, trap_reward=-scale, gamma=0.9, horizon=12)
+    for seed in range(3):
+        planner = prepared(mdp, seed=seed, max_iterations=1500)
+        assert planner.act((5, 0), Deadline(None)) == LEFT
+
+
+def test_reaches_the_goal_in_a_slippery_grid() -> None:
+    mdp = GridMDP(("S...", ".T..", "...G"), slip=0.1, horizon=20)
+    ends = [
+        run_episode(prepared(mdp, seed=seed, max_iterations=300), mdp, random.Random(seed))[-1]
+        for seed in range(5)
+    ]
+    # Every route passes next to the trap, so an unlucky slip may still end an episode there.
+    assert ends.count((3, 2)) >= 4
+
+
+def test_rollout_depth_limits_lookahead() -> None:
+    mdp = GridMDP(("S.....G",), horizon=20)
+    planner = prepared(mdp, max_iterations=50, rollout_depth=3)
+    planner.act((0, 0), Deadline(None))
+    # With a 3-step look-ahead the tree holds at most the states 0, 1 and 2 steps away.
+    assert planner.last_tree_size <= 1 + 2 + 3
+
+
+def test_time_budget_alone_stops_the_search() -> None:
+    mdp = GridMDP(CORRIDOR, horizon=10)
+    planner = MCTS(time_per_step=0.01)
+    planner.prepare(mdp, Deadline(None))
+    assert planner.act((2, 0), Deadline(None)) in mdp.applicable_actions((2, 0))
+    assert planner.last_iterations >= 1
+
+
+def test_expired_deadline_raises_planning_timeout() -> None:
+    mdp = GridMDP(CORRIDOR)
+    planner = prepared(mdp, max_iterations=10)
+    with pytest.raises(PlanningTimeout):
+        planner.act((2, 0), Deadline(0.0))
+    with pytest.raises(PlanningTimeout):
+        MCTS().prepare(mdp, Deadline(0.0))
+
+
+def test_deadline_stops_an_unbounded_search() -> None:
+    ticks = iter(range(10**9))
+    deadline = Deadline(10.0, clock=lambda: float(next(ticks)))
+    mdp = GridMDP(CORRIDOR)
+    planner = prepared(mdp)
+    planner.act((2, 0), deadline)
+    assert 1 <= planner.last_iterations <= 10
+
+
+def test_unbounded_search_is_refused() -> None:
+    mdp = GridMDP(CORRIDOR)
+    with pytest.raises(PlanningError, match="max_iterations"):
+        prepared(mdp).act((2, 0), Deadline(None))
+
+
+def test_terminal_state_is_an_error() -> None:
+    mdp = GridMDP(CORRIDOR)
+    with pytest.raises(PlanningError):
+        prepared(mdp, max_iterations=10).act((4, 0), Deadline(None))
+
+
+def test_invalid_settings_are_rejected() -> None:
+    with pytest.raises(ValueError, match="time_per_step"):
+        MCTS(time_per_step=0.0)
+    with pytest.raises(ValueError, match="max_iterations"):
+        MCTS(max_iterations=0)
+    with pytest.raises(ValueError, match="exploration"):
+        MCTS(exploration=-1.0)
