@@ -30,6 +30,8 @@ from camp_planner.domains.base import Domain
 from camp_planner.planners import make_planner, planner_names
 
 DEFAULT_ARTIFACTS = Path("artifacts")
+# Bump when CSI learning changes what it finds, so stale caches are not reused.
+CSI_ALGORITHM_VERSION = 2
 
 
 def csi_config(config: Mapping[str, Any]) -> CSIConfig:
@@ -48,6 +50,7 @@ class CSIStore:
             {
                 "domain": domain.name,
                 "version": domain.version,
+                "algorithm": CSI_ALGORITHM_VERSION,
                 "csi": config["csi"],
                 "world": config.get("world"),
                 "mdp": config.get("mdp"),
@@ -196,12 +199,13 @@ class Pipeline:
         seed: int = 0,
         contexts: Sequence[Context] | None = None,
         progress: Callable[[int, int], None] | None = None,
+        timeout_s: float | None = None,
     ) -> list[tuple[Context, EpisodeResult]]:
         """Every context's episode on ``task``, best objective first (the oracle's view)."""
         chosen = list(contexts) if contexts is not None else list(self.space)
         scored = []
         for i, ctx in enumerate(chosen):
-            result, _ = self.run(task, planner, ctx, seed=seed)
+            result, _ = self.run(task, planner, ctx, seed=seed, timeout_s=timeout_s)
             scored.append((ctx, result))
             if progress is not None:
                 progress(i + 1, len(chosen))

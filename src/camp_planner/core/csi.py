@@ -162,8 +162,14 @@ def learn_csis(
     state_names = layout[:n_state]
 
     samples = _sample_in_context(mdps, members, config, rng)
-    # One pool of alternative states per task: the v^i values are drawn from it.
-    pools = [[m.sample_state(rng) for _ in range(config.k2)] for m in mdps]
+    # Per task and state variable, up to k2 distinct probe values v^i, drawn once.
+    pools = [
+        [
+            list(dict.fromkeys(m.sample_value(i, rng) for _ in range(config.k2)))
+            for i in range(n_state)
+        ]
+        for m in mdps
+    ]
     dependent: set[tuple[str, str]] = set()
     free = [i for i, name in enumerate(layout) if name not in context.variables]
     for step, (task, s, a) in enumerate(samples):
@@ -226,12 +232,11 @@ def _variants(
     a: Action,
     i: int,
     k2: int,
-    pool: Sequence[State],
+    pool: Sequence[Sequence[Hashable]],
     rng: random.Random,
 ) -> list[tuple[State, Action]]:
     """Up to k2 copies of (s, a) with variable i changed: for action variables every value of
-    a small domain, for state variables the values seen in a pool of valid sampled states
-    (so a value is always one the task can really have)."""
+    a small domain, for state variables the task's pool of probe values."""
     n_state = len(mdp.state_vars)
     if i >= n_state:
         var = mdp.action_vars[i - n_state]
@@ -240,5 +245,4 @@ def _variants(
         else:
             values = [mdp.sample_action(s, rng)[i - n_state] for _ in range(k2)]
         return [(s, mdp.assign_action(a, i - n_state, v)) for v in dict.fromkeys(values)]
-    values = list(dict.fromkeys(p[i] for p in pool))
-    return [(mdp.assign_state(s, i, v), a) for v in values]
+    return [(mdp.assign_state(s, i, v), a) for v in pool[i]]

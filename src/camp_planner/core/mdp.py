@@ -132,6 +132,11 @@ class FactoredMDP(ABC):
     def sample_state(self, rng: random.Random) -> State:
         """A valid state drawn broadly over the state space (not only reachable from s0)."""
 
+    def sample_value(self, index: int, rng: random.Random) -> Hashable:
+        """A value of state variable ``index`` to probe dependences with (any value the
+        simulator accepts, not only ones s0 can reach); by default from :meth:`sample_state`."""
+        return self.sample_state(rng)[index]
+
     def sample_action(self, state: State, rng: random.Random) -> Action:
         """An action assignment to test dependences with; by default any applicable action."""
         return rng.choice(list(self.applicable_actions(state)))

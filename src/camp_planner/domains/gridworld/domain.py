@@ -21,7 +21,7 @@ class GridworldDomain(Domain):
     """Paper domain D1."""
 
     name = "gridworld"
-    version = "1"
+    version = "2"
 
     def default_config(self) -> dict[str, Any]:
         return {

@@ -123,7 +123,9 @@ class GridworldMDP(FactoredMDP):
             target = (old[0] + delta[0], old[1] + delta[1])
             if self._task.passable(old, target):
                 new = target
-        return enemies, old, new, self._task.room_of(old)
+        # The room label (not the position) decides whose enemies can hit the agent, so the
+        # label is a real parent of the dynamics, as the paper's factorisation has it.
+        return enemies, old, new, int(str(state[1]))
 
     def _finish(
         self,
@@ -209,11 +211,33 @@ class GridworldMDP(FactoredMDP):
         return self._finish(enemies, before, old, new, room)
 
     def sample_state(self, rng: random.Random) -> State:
-        pos = rng.choice(self._task.cells())
         enemies: list[Hashable] = [ABSENT] * _N_SLOTS
         for k, cycle in self._cycles.items():
             enemies[k] = REMOVED if rng.random() < 0.2 else self._task.to_local(rng.choice(cycle))
+        present = [self.enemy_cell(k, enemies[k]) for k in self._cycles]
+        near = [c for c in present if c is not None]
+        # Half the samples put the agent next to an enemy: interactions are what CSI learning
+        # must observe, and uniform positions would rarely produce one.
+        if near and rng.random() < 0.5:
+            er, ec = rng.choice(near)
+            dr, dc = rng.choice(tuple(MOVES.values()))
+            pos = (
+                min(max(er + dr, 0), self._task.height - 1),
+                min(max(ec + dc, 0), self._task.width - 1),
+            )
+        else:
+            pos = rng.choice(self._task.cells())
         return (pos, self._task.room_of(pos), *enemies)
+
+    def sample_value(self, index: int, rng: random.Random) -> Hashable:
+        if index < 2:
+            return super().sample_value(index, rng)
+        # Any cell of the slot's room (the task need not have that enemy): this probes what an
+        # enemy there would do, which is what CSIs shared across tasks are about.
+        if rng.random() < 0.2:
+            return REMOVED
+        h, w = self._task.room_shape(self._slot_room[index - 2])
+        return (rng.randrange(h), rng.randrange(w))
 
     def sample_action(self, state: State, rng: random.Random) -> Action:
         return rng.choice(list(self.applicable_actions(state)))

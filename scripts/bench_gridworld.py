@@ -1,0 +1,106 @@
+"""Benchmark: planning time and return of pure planning vs a CAMP with a good context.
+
+For each gridworld test task, a good context is chosen by the oracle (the best objective of
+BFS-replan over the whole context space, i.e. what a perfect selector would pick), then
+BFS-replan and value iteration each run once in the full MDP and once in that CAMP, in the
+same process. Prints a per-task table and the ratio of total planning time (pure ÷ CAMP).
+
+    .venv/bin/python scripts/bench_gridworld.py [--tasks 10] [--timeout 60] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from camp_planner.core.errors import CampError
+from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=10, help="number of test tasks")
+    parser.add_argument("--timeout", type=float, default=60.0, help="per planning call (s)")
+    parser.add_argument("--planners", nargs="+", default=["bfs_replan", "vi"])
+    parser.add_argument("--config", type=Path)
+    parser.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS)
+    parser.add_argument("--json", type=Path, help="also write the raw rows here")
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except CampError as exc:
+        print(f"bench_gridworld: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    pipe = Pipeline.create("gridworld", args.config, args.artifacts)
+    pipe.config["tasks"]["test"] = max(args.tasks, 1)
+    tasks = pipe.domain.make_tasks(pipe.config, "test")
+    for ctx in pipe.space:  # CSIs are offline work: learn them before timing anything
+        if not ctx.is_universal:
+            pipe.store.get(ctx)
+    rows: list[dict[str, Any]] = []
+    print(
+        f"{'task':>4} {'context':<30} {'planner':<11} {'pure s':>8} {'camp s':>8} "
+        f"{'ratio':>7} {'pure R':>7} {'camp R':>7}"
+    )
+    for i, task in enumerate(tasks):
+        ranked = pipe.score_contexts(task, "bfs_replan", timeout_s=args.timeout)
+        context = ranked[0][0]
+        for planner in args.planners:
+            pure, _ = pipe.run(task, planner, None, timeout_s=args.timeout)
+            camp, _ = pipe.run(task, planner, context, timeout_s=args.timeout)
+            row = {
+                "task": i,
+                "context": context.name,
+                "planner": planner,
+                "pure_time_s": pure.compute_time_s,
+                "camp_time_s": camp.compute_time_s,
+                "pure_return": pure.discounted_return,
+                "camp_return": camp.discounted_return,
+                "pure_outcome": pure.outcome,
+                "camp_outcome": camp.outcome,
+            }
+            rows.append(row)
+            ratio = pure.compute_time_s / max(camp.compute_time_s, 1e-9)
+            print(
+                f"{i:>4} {context.name:<30} {planner:<11} {pure.compute_time_s:8.3f} "
+                f"{camp.compute_time_s:8.3f} {ratio:6.1f}× {pure.discounted_return:7.2f} "
+                f"{camp.discounted_return:7.2f}",
+                flush=True,
+            )
+    print()
+    print("summary (one run, same process):")
+    for planner in args.planners:
+        sel = [r for r in rows if r["planner"] == planner]
+        pure_t = sum(r["pure_time_s"] for r in sel)
+        camp_t = sum(r["camp_time_s"] for r in sel)
+        ratios = [r["pure_time_s"] / max(r["camp_time_s"], 1e-9) for r in sel]
+        pure_r = statistics.fmean(r["pure_return"] for r in sel)
+        camp_r = statistics.fmean(r["camp_return"] for r in sel)
+        timeouts = sum(r["pure_outcome"] == "timeout" for r in sel)
+        print(
+            f"  {planner:<11} total planning time pure {pure_t:8.2f} s, CAMP {camp_t:7.2f} s "
+            f"-> {pure_t / max(camp_t, 1e-9):5.1f}× faster (median per task "
+            f"{statistics.median(ratios):.1f}×); mean return pure {pure_r:.2f}, "
+            f"CAMP {camp_r:.2f}; pure timeouts {timeouts}/{len(sel)}"
+        )
+    print(
+        f"machine: {platform.processor() or platform.machine()}, "
+        f"python {platform.python_version()}; wall time {time.perf_counter() - started:.0f} s"
+    )
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
