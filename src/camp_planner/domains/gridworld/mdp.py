@@ -91,7 +91,7 @@ class GridworldMDP(FactoredMDP):
     # --- helpers ---------------------------------------------------------------------------
     def enemy_cell(self, slot: int, value: Hashable) -> Cell | None:
         """Global cell of an enemy slot's value, or None if removed/absent."""
-        if value == REMOVED or value == ABSENT:
+        if value in (REMOVED, ABSENT):
             return None
         assert isinstance(value, tuple)
         return self._task.to_global(self._slot_room[slot], (int(value[0]), int(value[1])))

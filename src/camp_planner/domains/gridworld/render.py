@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import Circle, Rectangle  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.patches import Circle, Rectangle
 
-from camp_planner.core.camp import SINK  # noqa: E402
-from camp_planner.domains.base import RenderPanel  # noqa: E402
-from camp_planner.domains.gridworld.world import GridworldTask  # noqa: E402
+from camp_planner.core.camp import SINK
+from camp_planner.domains.base import RenderPanel
+from camp_planner.domains.gridworld.world import GridworldTask
 
 
 def _allowed_rooms(panel: RenderPanel) -> set[int]:
@@ -34,7 +35,7 @@ def render_panels(task: GridworldTask, panels: Sequence[RenderPanel], path: Path
     plt.close(fig)
 
 
-def _draw(ax: plt.Axes, task: GridworldTask, panel: RenderPanel) -> None:
+def _draw(ax: Any, task: GridworldTask, panel: RenderPanel) -> None:
     allowed = _allowed_rooms(panel)
     dropped = set(panel.camp.dropped_variables) if panel.camp is not None else set()
     for r, c in task.cells():
@@ -65,8 +66,8 @@ def _draw(ax: plt.Axes, task: GridworldTask, panel: RenderPanel) -> None:
     ax.plot(gc + 0.5, gr + 0.5, marker="*", markersize=18, color="#16a34a")
     if panel.episode is not None:
         cells = [s[0] for s in panel.episode.states if s != SINK]
-        xs = [float(c[1]) + 0.5 for c in cells if isinstance(c, tuple)]  # type: ignore[index]
-        ys = [float(c[0]) + 0.5 for c in cells if isinstance(c, tuple)]  # type: ignore[index]
+        xs = [float(c[1]) + 0.5 for c in cells if isinstance(c, tuple)]
+        ys = [float(c[0]) + 0.5 for c in cells if isinstance(c, tuple)]
         ax.plot(xs, ys, color="#2563eb", lw=2.2, marker="o", markersize=3)
     ax.set_xlim(-0.2, task.width + 0.2)
     ax.set_ylim(task.height + 0.2, -0.2)

@@ -1,0 +1,125 @@
+"""The ``camp`` command end to end, including bad input (one line, exit 2, no traceback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from camp_planner.cli import main
+
+
+def _camp(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "camp_planner.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=600,
+    )
+
+
+def test_contexts_lists_ids(capsys: pytest.CaptureFixture[str], artifacts: Path) -> None:
+    assert main(["contexts", "--json", "--artifacts", str(artifacts)]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["id"] == "universal" and len(rows) == 46
+
+
+def test_plan_prints_one_json_object(capsys: pytest.CaptureFixture[str], artifacts: Path) -> None:
+    code = main(
+        [
+            "plan",
+            "--task",
+            "0",
+            "--planner",
+            "bfs_replan",
+            "--context",
+            "5",
+            "--json",
+            "--artifacts",
+            str(artifacts),
+        ]
+    )
+    assert code == 0
+    record = json.loads(capsys.readouterr().out)
+    for key in (
+        "return",
+        "objective",
+        "compute_time_s",
+        "context",
+        "relevant_variables",
+        "dropped_variables",
+        "success",
+    ):
+        assert key in record
+    assert record["dropped_variables"]
+    assert (artifacts / "csi").is_dir()
+
+
+def test_csi_json(capsys: pytest.CaptureFixture[str], artifacts: Path) -> None:
+    assert main(["csi", "--context", "1", "--json", "--artifacts", str(artifacts)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out[0]["dependencies"] and "dropped_variables" in out[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["plan", "--domain", "chess"], "unknown domain 'chess'"),
+        (["plan", "--planner", "astar"], "unknown planner 'astar'"),
+        (["plan", "--context", "nope"], "unknown context 'nope'"),
+        (["plan", "--task", "99"], "out of range"),
+        (["plan", "--task", "x"], "invalid int value"),
+        (["csi"], "say which contexts"),
+        (["fly"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
+    res = _camp(*args, cwd=tmp_path)
+    assert res.returncode == 2
+    assert message in res.stderr
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("tasks: [1, 2\n", "malformed YAML"),
+        ("nonsense: 3\n", "unknown setting 'nonsense'"),
+        ("tasks: {train: many}\n", "should be int"),
+        ("domain: namo\n", "is for domain 'namo'"),
+        ("- 1\n- 2\n", "mapping at the top level"),
+    ],
+)
+def test_bad_config_files(text: str, message: str, tmp_path: Path) -> None:
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(text)
+    res = _camp("contexts", "--config", str(cfg), cwd=tmp_path)
+    assert res.returncode == 2 and message in res.stderr and "Traceback" not in res.stderr
+
+
+def test_corrupt_csi_cache_is_a_clear_error(tmp_path: Path) -> None:
+    assert _camp("csi", "--context", "1", cwd=tmp_path).returncode == 0
+    cache = next((tmp_path / "artifacts" / "csi").glob("*.json"))
+    cache.write_text("{not json")
+    res = _camp("csi", "--context", "1", cwd=tmp_path)
+    assert res.returncode == 2 and "is corrupt" in res.stderr
+
+
+def test_every_subcommand_has_help(tmp_path: Path) -> None:
+    for sub in ("contexts", "csi", "plan", "demo"):
+        res = _camp(sub, "--help", cwd=tmp_path)
+        assert res.returncode == 0 and "usage: camp" in res.stdout
+
+
+@pytest.mark.slow
+def test_demo_writes_png(tmp_path: Path) -> None:
+    res = _camp("demo", "--task", "1", "--out", str(tmp_path / "demo.png"), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "demo.png").read_bytes()[:4] == b"\x89PNG"
+    assert "best context" in res.stdout

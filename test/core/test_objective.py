@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from camp_planner.core.mdp import Action, FactoredMDP, State
+from camp_planner.core.objective import objective, run_episode
+from camp_planner.core.planner import Deadline, Planner, PlanningTimeout
+from camp_planner.domains.gridworld.domain import GridworldDomain
+
+
+class _Ticker:
+    """A fake clock: every read advances 0.5 s, so compute time is exact and deterministic."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        self.t += 0.5
+        return self.t
+
+
+class _Scripted(Planner):
+    def __init__(self, actions: Sequence[Action], slow: bool = False) -> None:
+        super().__init__()
+        self.actions = list(actions)
+        self.slow = slow
+
+    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
+        pass
+
+    def act(self, state: State, deadline: Deadline) -> Action:
+        if self.slow:
+            deadline.check()
+        return self.actions.pop(0)
+
+
+def test_objective_is_return_minus_lambda_times_compute() -> None:
+    assert objective(90.0, 0.25, 100.0) == -(-90.0 + 25.0)
+
+
+def test_run_episode_charges_setup_prepare_and_every_step() -> None:
+    d = GridworldDomain()
+    cfg = d.default_config()
+    mdp = d.make_mdp(d.make_tasks(cfg, "train")[0], cfg)
+    noop = (0,) * 21
+    planner = _Scripted([("left", *noop)] * 25)
+    clock = _Ticker()
+    res = run_episode(
+        mdp, planner, lam=10.0, timeout_s=None, rng=random.Random(0), setup_time_s=1.0, clock=clock
+    )
+    # Each planning call spans three clock reads (start, deadline, end): 1.0 s apiece.
+    assert res.compute_time_s == 1.0 + 1.0 + 25 * 1.0
+    assert res.steps == 25 and res.outcome == "horizon" and not res.success
+    assert res.objective == res.discounted_return - 10.0 * res.compute_time_s
+
+
+def test_a_timed_out_call_stops_the_episode() -> None:
+    d = GridworldDomain()
+    cfg = d.default_config()
+    mdp = d.make_mdp(d.make_tasks(cfg, "train")[0], cfg)
+    planner = _Scripted([], slow=True)
+    res = run_episode(mdp, planner, lam=1.0, timeout_s=0.1, rng=random.Random(0), clock=_Ticker())
+    assert res.outcome == "timeout" and res.steps == 0 and res.discounted_return == 0.0
+
+
+def test_deadline_check_raises_after_budget() -> None:
+    clock = _Ticker()
+    d = Deadline(1.0, clock)
+    d.check()  # 0.5 s elapsed
+    try:
+        d.check()
+    except PlanningTimeout:
+        return
+    raise AssertionError("deadline did not expire")
