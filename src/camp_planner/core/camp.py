@@ -18,13 +18,15 @@ Design choices, documented because the paper leaves them open:
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from camp_planner.core.context import Context
 from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State
 
 SINK: State = ("⊥",)
+_MEMO_LIMIT = 500_000
 
 
 @dataclass
@@ -80,6 +82,12 @@ class CAMP(FactoredMDP):
         self._base = base
         self._full_state = len(self.keep_state) == len(base.state_vars)
         self._full_action = len(self.keep_action) == len(base.action_vars)
+        # Planners ask for the same abstract states and actions again and again; the right
+        # inverses are pure functions, so they are memoised (bounded, cleared when full).
+        self._sigma_inv_memo: dict[State, State] = {}
+        self._sigma_get = _tuple_getter(self.keep_state)
+        self._tau_get = _tuple_getter(self.keep_action)
+        self._tau_inv_memo: dict[Action, Action] = {}
 
     # --- the abstraction -------------------------------------------------------------------
     @property
@@ -90,28 +98,40 @@ class CAMP(FactoredMDP):
     def sigma(self, state: State) -> State:
         if state == SINK or self._full_state:
             return state
-        return tuple(state[i] for i in self.keep_state)
+        return self._sigma_get(state)
 
     def sigma_inv(self, abstract: State) -> State:
         if self._full_state:
             return abstract
+        found = self._sigma_inv_memo.get(abstract)
+        if found is not None:
+            return found
         full = list(self._fill_state)
         for value, i in zip(abstract, self.keep_state, strict=True):
             full[i] = value
-        return tuple(full)
+        if len(self._sigma_inv_memo) >= _MEMO_LIMIT:
+            self._sigma_inv_memo.clear()
+        result = self._sigma_inv_memo[abstract] = tuple(full)
+        return result
 
     def tau(self, action: Action) -> Action:
         if self._full_action:
             return action
-        return tuple(action[i] for i in self.keep_action)
+        return self._tau_get(action)
 
     def tau_inv(self, abstract: Action) -> Action:
         if self._full_action:
             return abstract
+        found = self._tau_inv_memo.get(abstract)
+        if found is not None:
+            return found
         full = list(self._fill_action)
         for value, i in zip(abstract, self.keep_action, strict=True):
             full[i] = value
-        return tuple(full)
+        if len(self._tau_inv_memo) >= _MEMO_LIMIT:
+            self._tau_inv_memo.clear()
+        result = self._tau_inv_memo[abstract] = tuple(full)
+        return result
 
     def in_context(self, state: State, action: Action) -> bool:
         """Whether a ground (s, a) of the base MDP is inside the context."""
@@ -175,3 +195,16 @@ class CAMP(FactoredMDP):
 
     def sample_state(self, rng: random.Random) -> State:
         return self.sigma(self._base.sample_state(rng))
+
+
+def _tuple_getter(
+    indices: tuple[int, ...],
+) -> Callable[[tuple[Hashable, ...]], tuple[Hashable, ...]]:
+    """A fast projection onto ``indices`` that always returns a tuple."""
+    if len(indices) == 1:
+        (only,) = indices
+        return lambda t: (t[only],)
+    if not indices:
+        return lambda t: ()
+    getter = itemgetter(*indices)
+    return lambda t: getter(t)

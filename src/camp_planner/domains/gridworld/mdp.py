@@ -87,6 +87,9 @@ class GridworldMDP(FactoredMDP):
             self._dirs[k] = enemy.direction
         self._index = {cell: i for k, cyc in self._cycles.items() for i, cell in enumerate(cyc)}
         self._move_prob = self._task.settings.move_prob
+        self._room_slots = {
+            room: [k for k, r in enumerate(self._slot_room) if r == room] for room in range(9)
+        }
 
     # --- helpers ---------------------------------------------------------------------------
     def enemy_cell(self, slot: int, value: Hashable) -> Cell | None:
@@ -112,8 +115,9 @@ class GridworldMDP(FactoredMDP):
         pos = state[0]
         assert isinstance(pos, tuple)
         old: Cell = (int(pos[0]), int(pos[1]))
-        for k in range(_N_SLOTS):
-            if action[1 + k] == 1:
+        flags = action[1:]
+        for k in range(_N_SLOTS) if 1 in flags else ():
+            if flags[k] == 1:
                 cell = self.enemy_cell(k, enemies[k])
                 if cell is not None and abs(cell[0] - old[0]) + abs(cell[1] - old[1]) <= 1:
                     enemies[k] = REMOVED
@@ -135,9 +139,7 @@ class GridworldMDP(FactoredMDP):
         new: Cell,
         room: int,
     ) -> State:
-        for k in range(_N_SLOTS):
-            if self._slot_room[k] != room:
-                continue
+        for k in self._room_slots.get(room, ()):
             cell = self.enemy_cell(k, enemies[k])
             if cell is None:
                 continue
