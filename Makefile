@@ -58,7 +58,8 @@ pytest: setup
 test: lint typecheck pytest
 
 bench: setup
-	$(PY) scripts/bench_gridworld.py
+	$(PY) scripts/bench_gridworld.py --tasks 10 --json artifacts/bench_gridworld.json \
+	  --plot docs/img/bench_gridworld.png
 
 clean:
 	rm -rf build $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path)
     parser.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS)
     parser.add_argument("--json", type=Path, help="also write the raw rows here")
+    parser.add_argument("--plot", type=Path, help="also write a pure-vs-CAMP time plot (PNG)")
     args = parser.parse_args(argv)
     try:
         return _run(args)
@@ -101,7 +102,46 @@ def _run(args: argparse.Namespace) -> int:
     )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+    if args.plot:
+        _plot(rows, args.plot)
     return 0
+
+
+def _plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Log–log scatter of per-task planning time, pure (x) vs CAMP (y), one colour per planner."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.2, 4.6))
+    times = [r[k] for r in rows for k in ("pure_time_s", "camp_time_s")]
+    lo, hi = min(times) / 2, max(times) * 2
+    for factor, style in ((1, "-"), (5, "--"), (100, ":")):
+        ax.plot([lo, hi], [lo / factor, hi / factor], style, color="#9ca3af", lw=1)
+        ax.text(hi, hi / factor, f" {factor}×", fontsize=8, color="#6b7280", va="center")
+    for planner, colour in (("bfs_replan", "#2563eb"), ("vi", "#dc2626"), ("mcts", "#16a34a")):
+        sel = [r for r in rows if r["planner"] == planner]
+        if sel:
+            ax.scatter(
+                [r["pure_time_s"] for r in sel],
+                [r["camp_time_s"] for r in sel],
+                label=planner,
+                color=colour,
+                s=28,
+            )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi * 3)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("pure planning: compute time per episode (s)")
+    ax.set_ylabel("CAMP (good context): compute time (s)")
+    ax.set_title("Gridworld test tasks: below the lines = faster", fontsize=10)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def _good_context(pipe: Pipeline, task: Any, timeout: float) -> Context:
