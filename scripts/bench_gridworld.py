@@ -30,7 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=10, help="number of test tasks")
     parser.add_argument("--timeout", type=float, default=60.0, help="per planning call (s)")
-    parser.add_argument("--planners", nargs="+", default=["bfs_replan", "vi"])
+    parser.add_argument(
+        "--planners",
+        nargs="+",
+        default=["bfs_replan", "bfs_replan:determinization=all_outcomes", "vi"],
+        help="planner names, optionally with settings: name:key=value,key=value",
+    )
     parser.add_argument("--config", type=Path)
     parser.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS)
     parser.add_argument("--json", type=Path, help="also write the raw rows here")
@@ -59,8 +64,9 @@ def _run(args: argparse.Namespace) -> int:
     for i, task in enumerate(tasks):
         context = _good_context(pipe, task, args.timeout)
         for planner in args.planners:
-            pure, _ = pipe.run(task, planner, None, timeout_s=args.timeout)
-            camp, _ = pipe.run(task, planner, context, timeout_s=args.timeout)
+            name, settings = _parse_spec(planner)
+            pure, _ = pipe.run(task, name, None, timeout_s=args.timeout, overrides=settings)
+            camp, _ = pipe.run(task, name, context, timeout_s=args.timeout, overrides=settings)
             row = {
                 "task": i,
                 "context": context.name,
@@ -75,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
             rows.append(row)
             ratio = pure.compute_time_s / max(camp.compute_time_s, 1e-9)
             print(
-                f"{i:>4} {context.name:<30} {planner:<11} {pure.compute_time_s:8.3f} "
+                f"{i:>4} {context.name:<30} {_short(planner):<11} {pure.compute_time_s:8.3f} "
                 f"{camp.compute_time_s:8.3f} {ratio:6.1f}× {pure.discounted_return:7.2f} "
                 f"{camp.discounted_return:7.2f}",
                 flush=True,
@@ -91,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
         camp_r = statistics.fmean(r["camp_return"] for r in sel)
         timeouts = sum(r["pure_outcome"] == "timeout" for r in sel)
         print(
-            f"  {planner:<11} total planning time pure {pure_t:8.2f} s, CAMP {camp_t:7.2f} s "
+            f"  {_short(planner):<11} planning time pure {pure_t:8.2f} s, CAMP {camp_t:7.2f} s "
             f"-> {pure_t / max(camp_t, 1e-9):5.1f}× faster (median per task "
             f"{statistics.median(ratios):.1f}×); mean return pure {pure_r:.2f}, "
             f"CAMP {camp_r:.2f}; pure timeouts {timeouts}/{len(sel)}"
@@ -142,6 +148,22 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _short(spec: str) -> str:
+    return "bfs_all_out" if "all_outcomes" in spec else spec
+
+
+def _parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"bfs_replan:determinization=all_outcomes"`` -> name and settings."""
+    name, _, rest = spec.partition(":")
+    settings: dict[str, Any] = {}
+    for item in filter(None, rest.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise CampError(f"planner setting '{item}' in '{spec}' is not key=value")
+        settings[key] = value
+    return name, settings
 
 
 def _good_context(pipe: Pipeline, task: Any, timeout: float) -> Context:

@@ -168,9 +168,12 @@ class Pipeline:
         ablation: bool = False,
         lam: float | None = None,
         timeout_s: float | None = None,
+        overrides: Mapping[str, Any] | None = None,
     ) -> tuple[EpisodeResult, CAMP | None]:
-        """Build the CAMP of ``context`` (None: pure planning), plan and execute one episode."""
-        settings = self.planner_settings(planner)
+        """Build the CAMP of ``context`` (None: pure planning), plan and execute one episode.
+
+        ``overrides`` replace planner settings of the configuration for this run."""
+        settings = {**self.planner_settings(planner), **(overrides or {})}
         mdp = self.domain.make_mdp(task, self.config)
         if context is not None and self.store.cached(context) is None and not ablation:
             self.store.get(context)  # learning CSIs is offline work, not charged to the task

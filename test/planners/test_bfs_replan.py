@@ -3,6 +3,7 @@ import random
 import pytest
 from toy_mdps import DOWN, RIGHT, UP, GridMDP, run_episode
 
+from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State, Variable
 from camp_planner.core.planner import Deadline, NoPlanFound, PlanningTimeout
 from camp_planner.planners.bfs_replan import BFSReplan
 
@@ -132,3 +133,70 @@ def test_unknown_replan_mode_is_rejected() -> None:
 def test_up_is_found_when_goal_is_above() -> None:
     mdp = GridMDP(("G", ".", "S"))
     assert prepared(mdp).act((0, 2), Deadline(None)) == UP
+
+
+class _Gamble(FactoredMDP):
+    """Position 0..3, goal at 3. ``walk`` advances one step surely; ``gamble`` jumps to the
+    goal with probability 0.1 and otherwise stays."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            name="gamble",
+            state_vars=(Variable("pos", (0, 1, 2, 3)),),
+            action_vars=(Variable("act", ("walk", "gamble")),),
+            reward_vars=frozenset({"pos"}),
+            horizon=10,
+        )
+
+    def initial_state(self) -> State:
+        return (0,)
+
+    def reward(self, state: State, action: Action, next_state: State) -> float:
+        return 1.0 if next_state == (3,) and state != (3,) else 0.0
+
+    def is_terminal(self, state: State) -> bool:
+        return state == (3,)
+
+    def applicable_actions(self, state: State) -> list[Action]:
+        return [("walk",), ("gamble",)]
+
+    def transition_distribution(self, state: State, action: Action) -> list[Outcome]:
+        pos = int(str(state[0]))
+        if action == ("walk",):
+            return [Outcome((min(pos + 1, 3),), 1.0)]
+        return [Outcome((pos,), 0.9), Outcome((3,), 0.1)]
+
+    def sample_next_state(self, state: State, action: Action, rng: random.Random) -> State:
+        outcomes = self.transition_distribution(state, action)
+        return outcomes[0].state if rng.random() < outcomes[0].probability else outcomes[-1].state
+
+    def sample_state(self, rng: random.Random) -> State:
+        return (rng.randrange(4),)
+
+
+def test_most_likely_determinisation_walks() -> None:
+    planner = BFSReplan(determinization="most_likely")
+    planner.prepare(_Gamble(), Deadline(None))
+    assert planner.act((0,), Deadline(None)) == ("walk",)
+    assert len(planner.plan) == 3
+
+
+def test_all_outcomes_determinisation_counts_on_luck() -> None:
+    planner = BFSReplan(determinization="all_outcomes")
+    planner.prepare(_Gamble(), Deadline(None))
+    assert planner.act((0,), Deadline(None)) == ("gamble",)
+    assert planner.plan == [("gamble",)]
+
+
+def test_all_outcomes_matches_on_deterministic_grids() -> None:
+    mdp = GridMDP(WALLED)
+    a, b = BFSReplan(), BFSReplan(determinization="all_outcomes")
+    for p in (a, b):
+        p.prepare(mdp, Deadline(None))
+        p.act(mdp.initial_state(), Deadline(None))
+    assert len(a.plan) == len(b.plan) == 7
+
+
+def test_unknown_determinisation_is_rejected() -> None:
+    with pytest.raises(ValueError, match="determinization"):
+        BFSReplan(determinization="optimistic")

@@ -1,16 +1,22 @@
-"""Determinise-and-replan: breadth-first search in the most-likely-outcome model.
+"""Determinise-and-replan: breadth-first graph search in a determinised model.
 
-The stochastic MDP is replaced by ``mdp.most_likely_next_state`` and searched breadth-first for
-the shortest action sequence ending in a rewarding transition. The first action is executed and
-the planner replans either at every step or only when the world deviates from the prediction.
+The stochastic MDP is replaced by a deterministic graph and searched breadth-first for the
+shortest action sequence ending in a rewarding transition. Two determinisations (as in
+FF-Replan): ``most_likely`` keeps only ``mdp.most_likely_next_state``; ``all_outcomes`` turns
+every outcome with non-zero probability into an edge (optimistic: the plan may count on lucky
+outcomes; replanning corrects it). The first action is executed and the planner replans either
+at every step or only when the world deviates from the prediction.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable
 
 from camp_planner.core.mdp import Action, FactoredMDP, State
 from camp_planner.core.planner import Deadline, NoPlanFound, Planner, PlanningError
 
 _REPLAN_MODES = ("always", "on_deviation")
+_DETERMINISATIONS = ("most_likely", "all_outcomes")
 # Reading the clock at every expansion would cost more than the expansion itself.
 _CHECK_EVERY = 256
 
@@ -21,6 +27,7 @@ class BFSReplan(Planner):
     Settings:
         replan: ``"always"`` searches at every :meth:`act`; ``"on_deviation"`` follows the last
             plan while the observed state equals the state it predicted.
+        determinization: ``"most_likely"`` or ``"all_outcomes"`` (see the module docstring).
 
     ``last_expansions`` is the number of states the last search expanded and ``searches`` the
     number of searches since :meth:`prepare`.
@@ -28,11 +35,19 @@ class BFSReplan(Planner):
 
     name = "bfs_replan"
 
-    def __init__(self, seed: int = 0, replan: str = "always") -> None:
+    def __init__(
+        self, seed: int = 0, replan: str = "always", determinization: str = "most_likely"
+    ) -> None:
         super().__init__(seed)
         if replan not in _REPLAN_MODES:
             raise ValueError(f"replan must be one of {', '.join(_REPLAN_MODES)}; got {replan!r}")
+        if determinization not in _DETERMINISATIONS:
+            raise ValueError(
+                f"determinization must be one of {', '.join(_DETERMINISATIONS)}; "
+                f"got {determinization!r}"
+            )
         self.replan = replan
+        self.determinization = determinization
         self.last_expansions = 0
         self.searches = 0
         self._mdp: FactoredMDP | None = None
@@ -68,6 +83,9 @@ class BFSReplan(Planner):
         self._step = 1
         return self._plan[0]
 
+    def _successors(self, mdp: FactoredMDP) -> Callable[[State, Action], Iterable[State]]:
+        return _all_outcomes(mdp) if self.determinization == "all_outcomes" else _most_likely(mdp)
+
     @property
     def plan(self) -> list[Action]:
         """The actions of the current plan, from the state it was computed in."""
@@ -82,7 +100,7 @@ class BFSReplan(Planner):
         self.last_expansions = 0
         if mdp.is_terminal(start):
             raise NoPlanFound("the current state is terminal")
-        successor = mdp.most_likely_next_state
+        successors = self._successors(mdp)
         reward = mdp.reward
         is_terminal = mdp.is_terminal
         applicable_actions = mdp.applicable_actions
@@ -103,20 +121,37 @@ class BFSReplan(Planner):
                     self.last_expansions = expansions
                     deadline.check()
                 for action in applicable_actions(state):
-                    next_state = successor(state, action)
-                    if reward(state, action, next_state) > 0:
-                        self.last_expansions = expansions
-                        return _extract_plan(parents, state, action, next_state)
-                    if keep and next_state not in parents:
-                        parents[next_state] = (state, action)
-                        if not is_terminal(next_state):
-                            next_frontier.append(next_state)
+                    for next_state in successors(state, action):
+                        if reward(state, action, next_state) > 0:
+                            self.last_expansions = expansions
+                            return _extract_plan(parents, state, action, next_state)
+                        if keep and next_state not in parents:
+                            parents[next_state] = (state, action)
+                            if not is_terminal(next_state):
+                                next_frontier.append(next_state)
             frontier = next_frontier
         self.last_expansions = expansions
         raise NoPlanFound(
             f"no rewarding transition within {horizon} steps of the determinised model "
             f"({expansions} states expanded)"
         )
+
+
+def _most_likely(mdp: FactoredMDP) -> Callable[[State, Action], Iterable[State]]:
+    successor = mdp.most_likely_next_state
+    return lambda state, action: (successor(state, action),)
+
+
+def _all_outcomes(mdp: FactoredMDP) -> Callable[[State, Action], Iterable[State]]:
+    def successors(state: State, action: Action) -> Iterable[State]:
+        outcomes = mdp.transition_distribution(state, action)
+        if outcomes is None:  # a simulator that can't enumerate: its most likely outcome
+            return (mdp.most_likely_next_state(state, action),)
+        # Most likely first, so ties in depth prefer the plan that needs the least luck.
+        ranked = sorted(outcomes, key=lambda o: -o.probability)
+        return [o.state for o in ranked if o.probability > 0]
+
+    return successors
 
 
 def _extract_plan(
