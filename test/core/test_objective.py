@@ -49,8 +49,8 @@ def test_run_episode_charges_setup_prepare_and_every_step() -> None:
     res = run_episode(
         mdp, planner, lam=10.0, timeout_s=None, rng=random.Random(0), setup_time_s=1.0, clock=clock
     )
-    # Each planning call spans three clock reads (start, deadline, end): 1.0 s apiece.
-    assert res.compute_time_s == 1.0 + 1.0 + 25 * 1.0
+    # Each planning call is timed by its deadline: two clock reads, 0.5 s apiece.
+    assert res.compute_time_s == 1.0 + 0.5 + 25 * 0.5
     assert res.steps == 25 and res.outcome == "horizon" and not res.success
     assert res.objective == res.discounted_return - 10.0 * res.compute_time_s
 

@@ -2,14 +2,19 @@
 
 J = discounted return − λ · compute time, where compute time is wall-clock seconds spent
 before acting (context selection, CAMP construction, offline planning) plus every per-step
-planning call. Each planning call gets its own timeout; when one runs out the agent stops.
+planning call. Each planning call gets its own timeout.
+
+Beyond the paper, an episode may carry a chain of fallbacks: when planning in the chosen CAMP
+fails (timeout, no plan, planner error), the agent switches to the next abstraction (e.g. the
+next-ranked context, finally the universal one) and carries on from the state it is in, so
+the method keeps the planner's completeness. Fallbacks are counted and their cost charged.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +35,8 @@ class EpisodeResult:
     outcome: str  # "goal" | "horizon" | "terminal" | "timeout" | "no_plan" | "planner_error"
     planning_calls: int = 0
     context_violations: int = 0
+    fallbacks: int = 0
+    used: list[str] = field(default_factory=list)
     states: list[State] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
     stage_times_s: dict[str, float] = field(default_factory=dict)
@@ -44,8 +51,20 @@ class EpisodeResult:
             "outcome": self.outcome,
             "planning_calls": self.planning_calls,
             "context_violations": self.context_violations,
+            "fallbacks": self.fallbacks,
+            "used": list(self.used),
             "stage_times_s": {k: round(v, 6) for k, v in self.stage_times_s.items()},
         }
+
+
+@dataclass
+class Attempt:
+    """One abstraction to plan in: a label, the CAMP (None = the full MDP) and its planner."""
+
+    label: str
+    camp: CAMP | None
+    planner: Planner
+    setup_time_s: float = 0.0
 
 
 def objective(discounted_return: float, compute_time_s: float, lam: float) -> float:
@@ -69,46 +88,50 @@ def run_episode(
     ``setup_time_s`` is compute already spent before acting (e.g. selecting the context and
     building the CAMP) and is charged to the objective.
     """
-    plan_mdp: FactoredMDP = camp if camp is not None else mdp
+    label = camp.context.id if camp is not None and camp.context is not None else "pure"
+    attempt = Attempt(label, camp, planner, setup_time_s)
+    return run_with_fallbacks(mdp, [attempt], lam=lam, timeout_s=timeout_s, rng=rng, clock=clock)
+
+
+def run_with_fallbacks(
+    mdp: FactoredMDP,
+    attempts: Iterable[Attempt],
+    *,
+    lam: float,
+    timeout_s: float | None,
+    rng: random.Random,
+    clock: Callable[[], float] = time.perf_counter,
+) -> EpisodeResult:
+    """Act in ``mdp`` for H steps, planning in the first attempt's abstraction and moving on
+    to the next one whenever a planning call fails. ``attempts`` may be a lazy iterator:
+    fallbacks are only built when needed (their construction time belongs in
+    ``setup_time_s``, which is charged when the attempt is taken up)."""
+    chain: Iterator[Attempt] = iter(attempts)
     state = mdp.initial_state()
-    states, actions = [state], []
-    ret, discount, compute = 0.0, 1.0, setup_time_s
-    outcome, calls, violations = "horizon", 0, 0
-    stages = {"setup": setup_time_s, "prepare": 0.0, "act": 0.0}
+    states, actions, used = [state], [], []
+    ret, discount, compute = 0.0, 1.0, 0.0
+    calls, violations, fallbacks, t = 0, 0, 0, 0
+    stages = {"setup": 0.0, "prepare": 0.0, "act": 0.0}
+    outcome = "horizon"
 
-    t0 = clock()
-    try:
-        planner.prepare(plan_mdp, Deadline(timeout_s, clock))
-    except PlanningTimeout:
-        outcome = "timeout"
-    except NoPlanFound:
-        outcome = "no_plan"
-    except PlanningError:
-        outcome = "planner_error"
-    spent = clock() - t0
-    compute += spent
-    stages["prepare"] = spent
-
-    if outcome == "horizon":
-        for _ in range(mdp.horizon):
-            if mdp.is_terminal(state):
-                outcome = "goal" if mdp.is_goal(state) else "terminal"
-                break
+    current = _take(chain)
+    while current is not None:
+        used.append(current.label)
+        compute += current.setup_time_s
+        stages["setup"] += current.setup_time_s
+        camp = current.camp
+        status, spent = _prepare(current, _plan_mdp(mdp, current), Deadline(timeout_s, clock))
+        compute += spent
+        stages["prepare"] += spent
+        outcome = status or "horizon"
+        while outcome == "horizon" and t < mdp.horizon and not mdp.is_terminal(state):
             abstract = camp.sigma(state) if camp is not None else state
-            t0 = clock()
-            try:
-                chosen = planner.act(abstract, Deadline(timeout_s, clock))
-            except PlanningTimeout:
-                outcome = "timeout"
-            except NoPlanFound:
-                outcome = "no_plan"
-            except PlanningError:
-                outcome = "planner_error"
-            spent = clock() - t0
+            chosen, status, spent = _act(current, abstract, Deadline(timeout_s, clock))
             compute += spent
             stages["act"] += spent
             calls += 1
-            if outcome != "horizon":
+            if chosen is None:
+                outcome = status or "planner_error"
                 break
             action = camp.tau_inv(chosen) if camp is not None else chosen
             if camp is not None and not camp.in_context(state, action):
@@ -119,10 +142,17 @@ def run_episode(
             state = nxt
             states.append(state)
             actions.append(action)
-        else:
-            if mdp.is_terminal(state):
-                outcome = "goal" if mdp.is_goal(state) else "terminal"
+            t += 1
+        if outcome == "horizon" or t >= mdp.horizon or mdp.is_terminal(state):
+            break
+        current = _take(chain)
+        if current is not None:
+            fallbacks += 1
 
+    if mdp.is_terminal(state):
+        outcome = "goal" if mdp.is_goal(state) else "terminal"
+    elif outcome == "horizon" and t < mdp.horizon:
+        outcome = "horizon"
     return EpisodeResult(
         discounted_return=ret,
         objective=objective(ret, compute, lam),
@@ -132,7 +162,47 @@ def run_episode(
         outcome=outcome,
         planning_calls=calls,
         context_violations=violations,
+        fallbacks=fallbacks,
+        used=used,
         states=states,
         actions=actions,
         stage_times_s=stages,
     )
+
+
+def _plan_mdp(mdp: FactoredMDP, attempt: Attempt) -> FactoredMDP:
+    return attempt.camp if attempt.camp is not None else mdp
+
+
+def _take(chain: Iterator[Attempt]) -> Attempt | None:
+    return next(chain, None)
+
+
+def _prepare(attempt: Attempt, mdp: FactoredMDP, deadline: Deadline) -> tuple[str | None, float]:
+    """Run ``prepare``; return (failure outcome or None, seconds spent)."""
+    try:
+        attempt.planner.prepare(mdp, deadline)
+        status = None
+    except PlanningError as exc:
+        status = _failure(exc)
+    return status, deadline.elapsed
+
+
+def _act(
+    attempt: Attempt, state: State, deadline: Deadline
+) -> tuple[Action | None, str | None, float]:
+    """Run one ``act`` call; return (action or None, failure outcome or None, seconds spent)."""
+    try:
+        action: Action | None = attempt.planner.act(state, deadline)
+        status = None
+    except PlanningError as exc:
+        action, status = None, _failure(exc)
+    return action, status, deadline.elapsed
+
+
+def _failure(exc: PlanningError) -> str:
+    if isinstance(exc, PlanningTimeout):
+        return "timeout"
+    if isinstance(exc, NoPlanFound):
+        return "no_plan"
+    return "planner_error"
