@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,6 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = sub.add_parser(
+        "train",
+        help="learn CSIs, score contexts on training tasks (resumable), train the selector",
+    )
+    _common(p)
+    p.add_argument("--planner", default="bfs_replan", help=f"one of: {', '.join(planner_names())}")
+    p.add_argument("--seed", type=int, default=0, help="selector seed (and task-set offset)")
+    p.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="parallel scoring processes"
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON summary")
+
+    p = sub.add_parser(
         "demo", help="one task end to end: best context vs universal, side by side (PNG)"
     )
     _common(p)
@@ -79,7 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        handler = {"contexts": _contexts, "csi": _csi, "plan": _plan, "demo": _demo}
+        handler = {
+            "contexts": _contexts,
+            "csi": _csi,
+            "plan": _plan,
+            "train": _train,
+            "demo": _demo,
+        }
         return handler[args.command](args)
     except CampError as exc:
         print(f"camp: error: {exc}", file=sys.stderr)
@@ -192,6 +211,29 @@ def _plan(args: argparse.Namespace) -> int:
     else:
         for key, value in record.items():
             print(f"{key:>20}: {value}")
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from camp_planner.learning.train import describe, train
+
+    if args.workers < 1:
+        raise CampError("--workers must be at least 1")
+    pipe = _pipeline(args)
+    result = train(pipe, args.artifacts, args.planner, seed=args.seed, workers=args.workers)
+    summary = describe(result)
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    print(
+        f"scores: {result.stats.reused} reused from the checkpoint, "
+        f"{result.stats.computed} computed"
+    )
+    print(f"selector: {result.iterations} iterations, final loss {result.final_loss:.2e}")
+    print("labels (best context per training task):")
+    for name, count in sorted(result.label_counts.items(), key=lambda kv: -kv[1]):
+        print(f"  {count:3d} × {name}")
+    print(f"bundle: {result.bundle_path}")
     return 0
 
 

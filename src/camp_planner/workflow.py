@@ -13,7 +13,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -117,13 +117,19 @@ class Pipeline:
     config: dict[str, Any]
     space: ContextSpace
     store: CSIStore
+    _tasks: dict[tuple[str, str], Sequence[Any]] = field(default_factory=dict, repr=False)
 
     @staticmethod
     def create(domain_name: str, config_path: Path | None, artifacts: Path) -> Pipeline:
         from camp_planner.config import load_config
 
         domain = get_domain(domain_name)
-        config = load_config(domain, config_path)
+        return Pipeline.from_config(domain_name, load_config(domain, config_path), artifacts)
+
+    @staticmethod
+    def from_config(domain_name: str, config: dict[str, Any], artifacts: Path) -> Pipeline:
+        """A pipeline for an already validated configuration (e.g. inside a worker)."""
+        domain = get_domain(domain_name)
         tasks = domain.make_tasks(config, "train")
         if not tasks:
             raise CampError("the configuration asks for zero training tasks")
@@ -132,8 +138,15 @@ class Pipeline:
         space = generate_context_space(probe, spec)
         return Pipeline(domain, config, space, CSIStore(domain, config, artifacts))
 
+    def tasks(self, split: str) -> Sequence[Any]:
+        key = (split, json.dumps(self.config["tasks"], sort_keys=True))
+        cached = self._tasks.get(key)
+        if cached is None:
+            cached = self._tasks[key] = self.domain.make_tasks(self.config, split)
+        return cached
+
     def task(self, split: str, index: int) -> Any:
-        tasks = self.domain.make_tasks(self.config, split)
+        tasks = self.tasks(split)
         if not 0 <= index < len(tasks):
             raise CampError(f"task {index} out of range: the {split} split has {len(tasks)} tasks")
         return tasks[index]

@@ -73,3 +73,43 @@ def test_deadline_check_raises_after_budget() -> None:
     except PlanningTimeout:
         return
     raise AssertionError("deadline did not expire")
+
+
+class _Failing(Planner):
+    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
+        pass
+
+    def act(self, state: State, deadline: Deadline) -> Action:
+        from camp_planner.core.planner import NoPlanFound
+
+        raise NoPlanFound("nothing here")
+
+
+def test_fallback_chain_continues_from_the_current_state() -> None:
+    from camp_planner.core.objective import Attempt, run_with_fallbacks
+    from camp_planner.planners import make_planner
+
+    d = GridworldDomain()
+    cfg = d.default_config()
+    mdp = d.make_mdp(d.make_tasks(cfg, "test")[0], cfg)
+    built: list[str] = []
+
+    def chain():
+        yield Attempt("first", None, _Failing(), 0.25)
+        built.append("second")
+        yield Attempt("second", None, make_planner("bfs_replan"), 0.25)
+        built.append("third")
+        yield Attempt("third", None, make_planner("bfs_replan"), 0.25)
+
+    res = run_with_fallbacks(mdp, chain(), lam=1.0, timeout_s=None, rng=random.Random(0))
+    assert res.success and res.fallbacks == 1
+    assert res.used == ["first", "second"] and built == ["second"]  # lazily built
+    assert res.stage_times_s["setup"] == 0.5
+
+
+def test_without_fallbacks_a_failure_ends_the_episode() -> None:
+    d = GridworldDomain()
+    cfg = d.default_config()
+    mdp = d.make_mdp(d.make_tasks(cfg, "test")[0], cfg)
+    res = run_episode(mdp, _Failing(), lam=1.0, timeout_s=None, rng=random.Random(0))
+    assert res.outcome == "no_plan" and res.fallbacks == 0 and not res.success

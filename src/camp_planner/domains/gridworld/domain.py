@@ -48,6 +48,15 @@ class GridworldDomain(Domain):
             },
             "csi": {"k1": 50, "k2": 50, "tasks": 10, "seed": 0},
             "camp": {"sink_reward": -1000.0},
+            "selector": {
+                "hidden": [50, 32, 10],
+                "conv_channels": 10,
+                "conv_kernel": 2,
+                "conv_hidden": [32, 10],
+                "learning_rate": 1e-4,
+                "loss_target": 1e-3,
+                "max_iterations": 20000,
+            },
             "timeout_s": 60.0,
             "lambda": {"mcts": 0.0, "bfs_replan": 100.0, "vi": 100.0},
             "planners": {

@@ -1,0 +1,1 @@
+"""Learning to select contexts: label scoring, the torch selector, bundles, baselines."""

@@ -1,0 +1,100 @@
+"""A trained selector as one file: weights, context space, learned CSIs, feature spec, domain
+and version, and training metadata.
+
+Stored with ``torch.save`` and read back with ``weights_only=True`` (no pickled code runs on
+load); everything but tensors is kept as one JSON string. Loading a corrupt file, a bundle of
+another domain, or one written by an incompatible format gives a clear :class:`CampError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from camp_planner.core.context_space import ContextSpace
+from camp_planner.core.csi import CSIResult
+from camp_planner.core.errors import CampError
+from camp_planner.learning.selector import ContextSelector, SelectorConfig
+
+BUNDLE_FORMAT = 1
+
+
+@dataclass
+class Bundle:
+    """Everything needed to select contexts and build CAMPs at test time."""
+
+    domain: str
+    domain_version: str
+    space: ContextSpace
+    csis: dict[str, CSIResult]
+    selector: ContextSelector
+    metadata: dict[str, Any]
+
+    def save(self, path: Path) -> None:
+        meta = {
+            "format": BUNDLE_FORMAT,
+            "domain": self.domain,
+            "domain_version": self.domain_version,
+            "contexts": self.space.to_json(),
+            "csis": [r.to_json() for r in self.csis.values()],
+            "input_shape": list(self.selector.input_shape),
+            "selector_config": self.selector.cfg.to_json(),
+            "metadata": self.metadata,
+        }
+        payload = {"meta": json.dumps(meta, default=str), "selector": self.selector.state()}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(payload, tmp)
+        os.replace(tmp, path)
+
+
+def load_bundle(path: Path, domain: str | None = None, domain_version: str | None = None) -> Bundle:
+    """Read a bundle, checking it belongs to ``domain`` (and its version) when given."""
+    if not path.is_file():
+        raise CampError(f"no selector bundle at {path}; run `camp train` first")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+        meta = json.loads(payload["meta"])
+        state = payload["selector"]
+    except Exception as exc:  # torch raises many types for a damaged file
+        raise CampError(
+            f"selector bundle {path} is corrupt or not a bundle ({exc.__class__.__name__})"
+        ) from exc
+    if meta.get("format") != BUNDLE_FORMAT:
+        raise CampError(
+            f"selector bundle {path} has format {meta.get('format')!r}; this camp_planner reads "
+            f"format {BUNDLE_FORMAT}: retrain with `camp train`"
+        )
+    if domain is not None and meta.get("domain") != domain:
+        raise CampError(
+            f"selector bundle {path} is for domain '{meta.get('domain')}', not '{domain}'"
+        )
+    if domain_version is not None and meta.get("domain_version") != domain_version:
+        raise CampError(
+            f"selector bundle {path} was trained on {domain} version {meta.get('domain_version')}, "
+            f"this is version {domain_version}: retrain with `camp train`"
+        )
+    try:
+        space = ContextSpace.from_json(meta["contexts"])
+        csis = {r.context.id: r for r in (CSIResult.from_json(d) for d in meta["csis"])}
+        selector = ContextSelector(
+            tuple(meta["input_shape"]),
+            len(space),
+            SelectorConfig.from_mapping(meta["selector_config"]),
+        )
+    except (KeyError, TypeError) as exc:
+        raise CampError(f"selector bundle {path} is missing {exc}") from exc
+    selector.load_state(state)
+    return Bundle(
+        domain=str(meta["domain"]),
+        domain_version=str(meta["domain_version"]),
+        space=space,
+        csis=csis,
+        selector=selector,
+        metadata=dict(meta.get("metadata", {})),
+    )

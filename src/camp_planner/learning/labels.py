@@ -1,0 +1,204 @@
+"""Labels for the context selector: every candidate context scored on every training task.
+
+This is the expensive step (contexts × tasks planning runs). Jobs run on an executor; every
+finished (task, context) score is appended to a JSON-lines checkpoint and flushed to disk, so
+an interrupted run resumes without recomputing or losing any finished score. The whole score
+matrix is kept (objective, return, compute time, success), not only the argmax.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from camp_planner.core.errors import CampError
+from camp_planner.learning.executor import Executor
+
+PURE = "pure"
+
+
+@dataclass(frozen=True)
+class ScoreJob:
+    """One planning run to score: everything a fresh worker process needs."""
+
+    domain: str
+    config_json: str
+    artifacts: str
+    split: str
+    task: int
+    context_id: str  # a context id, or "pure" for planning in the full MDP
+    planner: str
+    seed: int
+    ablation: bool = False
+
+
+@dataclass(frozen=True)
+class Score:
+    """The outcome of one (task, context) run."""
+
+    task: int
+    context_id: str
+    objective: float
+    discounted_return: float
+    compute_time_s: float
+    success: bool
+    outcome: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> Score:
+        return Score(
+            task=int(data["task"]),
+            context_id=str(data["context_id"]),
+            objective=float(data["objective"]),
+            discounted_return=float(data["discounted_return"]),
+            compute_time_s=float(data["compute_time_s"]),
+            success=bool(data["success"]),
+            outcome=str(data["outcome"]),
+        )
+
+
+@dataclass
+class ScoreMatrix:
+    """task × context → score, for a fixed list of tasks and contexts."""
+
+    tasks: list[int]
+    context_ids: list[str]
+    scores: dict[tuple[int, str], Score]
+
+    def get(self, task: int, context_id: str) -> Score:
+        return self.scores[(task, context_id)]
+
+    def best_index(self, task: int) -> int:
+        """Index (into ``context_ids``) of the best-objective context; ties: earlier wins."""
+        values = [self.scores[(task, c)].objective for c in self.context_ids]
+        return max(range(len(values)), key=lambda i: (values[i], -i))
+
+    def labels(self) -> list[int]:
+        return [self.best_index(t) for t in self.tasks]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tasks": self.tasks,
+            "contexts": self.context_ids,
+            "scores": [s.to_json() for s in self.scores.values()],
+        }
+
+
+class Checkpoint:
+    """An append-only JSON-lines file of finished scores."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> dict[tuple[int, str], Score]:
+        found: dict[tuple[int, str], Score] = {}
+        if not self.path.exists():
+            return found
+        with self.path.open() as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    score = Score.from_json(json.loads(line))
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                    # A line cut short by a kill mid-write is the only expected damage: drop it
+                    # (the job reruns); anything else is a corrupt file.
+                    if not line.endswith("\n"):
+                        continue
+                    raise CampError(
+                        f"checkpoint {self.path} line {number} is corrupt; delete the file to "
+                        "rescore"
+                    ) from None
+                found[(score.task, score.context_id)] = score
+        return found
+
+    def append(self, score: Score) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as handle:
+            handle.write(json.dumps(score.to_json()) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def checkpoint_path(artifacts: Path, domain: str, key: Mapping[str, Any]) -> Path:
+    """Where the scores of one (configuration, planner, split, seed) live."""
+    digest = hashlib.sha1(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return artifacts / domain / "labels" / f"{key.get('planner', 'x')}-{digest}.jsonl"
+
+
+# Workers rebuild the pipeline once per process and configuration, not once per job.
+_WORKER_PIPELINES: dict[tuple[str, str, str], Any] = {}
+
+
+def run_job(job: ScoreJob) -> Score:
+    """Score one (task, context) pair; runs inside a worker process."""
+    from camp_planner.workflow import Pipeline
+
+    key = (job.domain, job.config_json, job.artifacts)
+    pipe = _WORKER_PIPELINES.get(key)
+    if pipe is None:
+        pipe = Pipeline.from_config(job.domain, json.loads(job.config_json), Path(job.artifacts))
+        _WORKER_PIPELINES[key] = pipe
+    task = pipe.task(job.split, job.task)
+    context = None if job.context_id == PURE else pipe.space.resolve(job.context_id)
+    result, _ = pipe.run(task, job.planner, context, seed=job.seed, ablation=job.ablation)
+    return Score(
+        task=job.task,
+        context_id=job.context_id,
+        objective=result.objective,
+        discounted_return=result.discounted_return,
+        compute_time_s=result.compute_time_s,
+        success=result.success,
+        outcome=result.outcome,
+    )
+
+
+@dataclass
+class ScoringStats:
+    reused: int
+    computed: int
+
+
+def score(
+    jobs: Sequence[ScoreJob],
+    checkpoint: Checkpoint,
+    executor: Executor,
+    tasks: list[int],
+    context_ids: list[str],
+    progress: bool = True,
+    desc: str = "scoring contexts",
+) -> tuple[ScoreMatrix, ScoringStats]:
+    """Run every job not already in ``checkpoint``; return the full matrix."""
+    done = checkpoint.load()
+    todo = [j for j in jobs if (j.task, j.context_id) not in done]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(
+            total=len(jobs),
+            initial=len(jobs) - len(todo),
+            desc=desc,
+            file=sys.stderr,
+            disable=None,
+            smoothing=0.05,
+        )
+    for result in executor.map_unordered(run_job, todo):
+        checkpoint.append(result)
+        done[(result.task, result.context_id)] = result
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    wanted = {(j.task, j.context_id) for j in jobs}
+    matrix = ScoreMatrix(tasks, context_ids, {k: v for k, v in done.items() if k in wanted})
+    return matrix, ScoringStats(reused=len(jobs) - len(todo), computed=len(todo))

@@ -1,0 +1,166 @@
+"""The context selector: a torch classifier from task features θ to a context (paper 4.2).
+
+Vector features go through a fully connected net with hidden layers [50, 32, 10]; image
+features (C×H×W) through a CNN: conv (10 channels, kernel 2) → max-pool (stride 2) → FC
+[32, 10]. Trained with Adam (lr 1e-4) on cross-entropy until the training loss reaches 1e-3
+or an iteration cap, seeded and deterministic. Vector inputs are standardised with the
+training set's statistics (stored with the weights).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from camp_planner.core.errors import CampError
+
+
+@dataclass(frozen=True)
+class SelectorConfig:
+    """Hyperparameters (defaults: the paper's)."""
+
+    hidden: tuple[int, ...] = (50, 32, 10)
+    conv_channels: int = 10
+    conv_kernel: int = 2
+    conv_hidden: tuple[int, ...] = (32, 10)
+    learning_rate: float = 1e-4
+    loss_target: float = 1e-3
+    max_iterations: int = 20_000
+    seed: int = 0
+
+    @staticmethod
+    def from_mapping(data: dict[str, Any]) -> SelectorConfig:
+        unknown = set(data) - set(SelectorConfig.__dataclass_fields__)
+        if unknown:
+            raise CampError(f"unknown selector settings: {', '.join(sorted(unknown))}")
+        values = dict(data)
+        for key in ("hidden", "conv_hidden"):
+            if key in values:
+                values[key] = tuple(int(v) for v in values[key])
+        return SelectorConfig(**values)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["hidden"] = list(self.hidden)
+        out["conv_hidden"] = list(self.conv_hidden)
+        return out
+
+
+def _mlp(sizes: list[int]) -> list[nn.Module]:
+    layers: list[nn.Module] = []
+    for a, b in itertools.pairwise(sizes):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return layers[:-1]  # no activation on the logits
+
+
+def build_network(input_shape: tuple[int, ...], n_out: int, cfg: SelectorConfig) -> nn.Module:
+    """FC for 1-D inputs, CNN for C×H×W inputs."""
+    if len(input_shape) == 1:
+        return nn.Sequential(*_mlp([input_shape[0], *cfg.hidden, n_out]))
+    if len(input_shape) != 3:
+        raise CampError(f"features must be a vector or a C×H×W image, got shape {input_shape}")
+    c, h, w = input_shape
+    conv_h, conv_w = h - cfg.conv_kernel + 1, w - cfg.conv_kernel + 1
+    flat = cfg.conv_channels * (conv_h // 2) * (conv_w // 2)
+    return nn.Sequential(
+        nn.Conv2d(c, cfg.conv_channels, cfg.conv_kernel),
+        nn.ReLU(),
+        nn.MaxPool2d(2, stride=2),
+        nn.Flatten(),
+        *_mlp([flat, *cfg.conv_hidden, n_out]),
+    )
+
+
+@dataclass
+class TrainingReport:
+    iterations: int
+    final_loss: float
+    reached_target: bool
+
+
+class ContextSelector:
+    """Maps task features to a distribution over a fixed list of contexts."""
+
+    def __init__(self, input_shape: tuple[int, ...], n_contexts: int, cfg: SelectorConfig) -> None:
+        if n_contexts < 1:
+            raise CampError("a selector needs at least one context")
+        self.input_shape = tuple(input_shape)
+        self.n_contexts = n_contexts
+        self.cfg = cfg
+        torch.manual_seed(cfg.seed)
+        self.net = build_network(self.input_shape, n_contexts, cfg)
+        self.mean = np.zeros(self.input_shape, dtype=np.float32)
+        self.std = np.ones(self.input_shape, dtype=np.float32)
+
+    def _prepare(self, x: np.ndarray) -> torch.Tensor:
+        arr = np.asarray(x, dtype=np.float32)
+        if arr.shape[1:] != self.input_shape:
+            raise CampError(
+                f"features have shape {arr.shape[1:]}, the selector expects {self.input_shape}"
+            )
+        if not np.all(np.isfinite(arr)):
+            raise CampError("features contain NaN or infinite values")
+        return torch.from_numpy((arr - self.mean) / self.std)
+
+    def fit(self, x: np.ndarray, labels: np.ndarray) -> TrainingReport:
+        """Full-batch Adam on cross-entropy until the loss target or the iteration cap."""
+        arr = np.asarray(x, dtype=np.float32)
+        if len(self.input_shape) == 1:
+            self.mean = arr.mean(axis=0)
+            self.std = np.maximum(arr.std(axis=0), 1e-6).astype(np.float32)
+        inputs = self._prepare(arr)
+        targets = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+        if targets.min() < 0 or targets.max() >= self.n_contexts:
+            raise CampError("labels must index the context list")
+        torch.manual_seed(self.cfg.seed)
+        # CPU kernels of these layers are deterministic; seeding makes the run repeatable.
+        with torch.random.fork_rng():
+            optimiser = torch.optim.Adam(self.net.parameters(), lr=self.cfg.learning_rate)
+            loss_fn = nn.CrossEntropyLoss()
+            self.net.train()
+            loss_value = float("inf")
+            iteration = 0
+            while iteration < self.cfg.max_iterations:
+                iteration += 1
+                optimiser.zero_grad()
+                loss = loss_fn(self.net(inputs), targets)
+                loss.backward()
+                optimiser.step()
+                loss_value = float(loss.item())
+                if loss_value <= self.cfg.loss_target:
+                    break
+        self.net.eval()
+        return TrainingReport(iteration, loss_value, loss_value <= self.cfg.loss_target)
+
+    def predict_proba(self, x: np.ndarray) -> np.ndarray:
+        """Context probabilities for a batch of feature arrays."""
+        with torch.no_grad():
+            logits = self.net(self._prepare(x))
+            return torch.softmax(logits, dim=1).numpy()
+
+    def ranked(self, features: np.ndarray) -> list[tuple[int, float]]:
+        """Context indices with probabilities for one task, most probable first."""
+        probs = self.predict_proba(np.asarray(features)[None])[0]
+        order = sorted(range(len(probs)), key=lambda i: (-probs[i], i))
+        return [(i, float(probs[i])) for i in order]
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "weights": self.net.state_dict(),
+            "mean": torch.from_numpy(np.asarray(self.mean, dtype=np.float32)),
+            "std": torch.from_numpy(np.asarray(self.std, dtype=np.float32)),
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        try:
+            self.net.load_state_dict(state["weights"])
+            self.mean = state["mean"].numpy()
+            self.std = state["std"].numpy()
+        except (KeyError, RuntimeError, AttributeError) as exc:
+            raise CampError(f"selector weights do not fit the network: {exc}") from exc
+        self.net.eval()

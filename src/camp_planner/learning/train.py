@@ -1,0 +1,156 @@
+"""`camp train`: learn CSIs, score every context on every training task, fit the selector,
+and write the bundle. Every stage is cached or checkpointed, so rerunning after an
+interruption only does the work that is left."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from camp_planner.core.context import Context
+from camp_planner.learning.executor import make_executor
+from camp_planner.learning.labels import (
+    Checkpoint,
+    ScoreJob,
+    ScoreMatrix,
+    ScoringStats,
+    checkpoint_path,
+    score,
+)
+from camp_planner.workflow import Pipeline
+
+
+@dataclass
+class TrainResult:
+    bundle_path: Path
+    matrix: ScoreMatrix
+    stats: ScoringStats
+    iterations: int
+    final_loss: float
+    label_counts: dict[str, int]
+
+
+def learn_all_csis(pipe: Pipeline, progress: bool = True) -> None:
+    """Make sure every context's CSIs are cached (workers only read the cache)."""
+    missing = [c for c in pipe.space if not c.is_universal and pipe.store.cached(c) is None]
+    if not missing:
+        return
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(missing), desc="learning CSIs", file=sys.stderr, disable=None)
+    for context in missing:
+        pipe.store.get(context)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+
+
+def score_split(
+    pipe: Pipeline,
+    artifacts: Path,
+    planner: str,
+    split: str,
+    contexts: list[Context],
+    seed: int,
+    workers: int,
+    progress: bool = True,
+    ablation: bool = False,
+) -> tuple[ScoreMatrix, ScoringStats]:
+    """Every (task, context) of ``split`` planned and executed, checkpointed."""
+    pipe.planner_settings(planner)  # fail fast on an unknown planner
+    learn_all_csis(pipe, progress)
+    config_json = json.dumps(pipe.config, sort_keys=True, default=str)
+    n_tasks = len(pipe.tasks(split))
+    ids = [c.id for c in contexts]
+    key = {
+        "domain": pipe.domain.name,
+        "version": pipe.domain.version,
+        "config": config_json,
+        "planner": planner,
+        "split": split,
+        "seed": seed,
+        "ablation": ablation,
+    }
+    jobs = [
+        ScoreJob(
+            pipe.domain.name, config_json, str(artifacts), split, t, cid, planner, seed, ablation
+        )
+        for t in range(n_tasks)
+        for cid in ids
+    ]
+    checkpoint = Checkpoint(checkpoint_path(artifacts, pipe.domain.name, key))
+    return score(
+        jobs,
+        checkpoint,
+        make_executor(workers),
+        list(range(n_tasks)),
+        ids,
+        progress=progress,
+        desc=f"scoring {len(ids)} contexts × {n_tasks} {split} tasks ({planner})",
+    )
+
+
+def train(
+    pipe: Pipeline,
+    artifacts: Path,
+    planner: str,
+    seed: int = 0,
+    workers: int = 1,
+    progress: bool = True,
+) -> TrainResult:
+    """The paper's selector learning (appendix B) with a checkpointed score matrix."""
+    from camp_planner.learning.bundle import Bundle
+    from camp_planner.learning.selector import ContextSelector, SelectorConfig
+
+    contexts = list(pipe.space)
+    matrix, stats = score_split(
+        pipe, artifacts, planner, "train", contexts, seed, workers, progress
+    )
+    labels = matrix.labels()
+    features = np.stack([pipe.domain.features(t) for t in pipe.tasks("train")])
+    cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": seed})
+    selector = ContextSelector(tuple(features.shape[1:]), len(contexts), cfg)
+    report = selector.fit(features, np.asarray(labels))
+    counts = Counter(contexts[i].name for i in labels)
+    out_dir = artifacts / pipe.domain.name / planner / f"seed{seed}"
+    bundle = Bundle(
+        domain=pipe.domain.name,
+        domain_version=pipe.domain.version,
+        space=pipe.space,
+        csis={c.id: r for c in contexts if (r := pipe.store.cached(c)) is not None},
+        selector=selector,
+        metadata={
+            "planner": planner,
+            "seed": seed,
+            "lambda": pipe.lam(planner),
+            "train_tasks": len(labels),
+            "label_counts": dict(counts),
+            "iterations": report.iterations,
+            "final_loss": report.final_loss,
+            "config": pipe.config,
+        },
+    )
+    path = out_dir / "selector.pt"
+    bundle.save(path)
+    (out_dir / "train_scores.json").write_text(json.dumps(matrix.to_json(), indent=1))
+    return TrainResult(path, matrix, stats, report.iterations, report.final_loss, dict(counts))
+
+
+def describe(result: TrainResult) -> dict[str, Any]:
+    return {
+        "bundle": str(result.bundle_path),
+        "scores_reused": result.stats.reused,
+        "scores_computed": result.stats.computed,
+        "selector_iterations": result.iterations,
+        "selector_final_loss": round(result.final_loss, 6),
+        "label_counts": result.label_counts,
+    }
