@@ -1,0 +1,102 @@
+"""Scoring is checkpointed per (task, context); killing `camp train` loses no finished score."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from camp_planner.core.errors import CampError
+from camp_planner.learning.executor import InlineExecutor, ProcessExecutor
+from camp_planner.learning.labels import Checkpoint, Score
+
+TINY = """\
+tasks: {train: 6, test: 2}
+contexts: {max_contexts: 5}
+csi: {k1: 10, k2: 5, tasks: 2}
+selector: {max_iterations: 50}
+"""
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def test_executors_return_every_result() -> None:
+    items = list(range(9))
+    assert sorted(InlineExecutor().map_unordered(_square, items)) == [i * i for i in items]
+    assert sorted(ProcessExecutor(2).map_unordered(_square, items)) == [i * i for i in items]
+
+
+def test_checkpoint_drops_only_a_torn_last_line(tmp_path: Path) -> None:
+    cp = Checkpoint(tmp_path / "c.jsonl")
+    s = Score(0, "universal", 1.0, 2.0, 0.5, True, "goal")
+    cp.append(s)
+    with cp.path.open("a") as handle:
+        handle.write('{"task": 1, "context_')  # killed mid-write
+    assert cp.load() == {(0, "universal"): s}
+    cp.path.write_text("garbage\n" + json.dumps(s.to_json()) + "\n")
+    with pytest.raises(CampError, match="corrupt"):
+        cp.load()
+
+
+def _train(cfg: Path, artifacts: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "camp_planner.cli",
+            "train",
+            "--config",
+            str(cfg),
+            "--artifacts",
+            str(artifacts),
+            "--workers",
+            "1",
+            "--json",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+
+
+@pytest.mark.slow
+def test_killed_train_resumes_without_recomputing(tmp_path: Path) -> None:
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY)
+    artifacts = tmp_path / "artifacts"
+    proc = _train(cfg, artifacts)
+    labels_dir = artifacts / "gridworld" / "labels"
+    deadline = time.monotonic() + 300
+    lines = 0
+    while time.monotonic() < deadline:
+        files = list(labels_dir.glob("*.jsonl")) if labels_dir.exists() else []
+        lines = sum(1 for f in files for _ in f.open()) if files else 0
+        if lines >= 8:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 8 <= lines < 30, "the run should be killed part-way through its 30 scores"
+    finished = sum(1 for f in labels_dir.glob("*.jsonl") for _ in f.open())
+
+    second = _train(cfg, artifacts)
+    out, err = second.communicate(timeout=600)
+    assert second.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["scores_reused"] == finished
+    assert summary["scores_computed"] == 30 - finished
+    assert Path(summary["bundle"]).is_file()
+    # Every (task, context) pair is in the checkpoint exactly once.
+    records = [json.loads(line) for f in labels_dir.glob("*.jsonl") for line in f.open()]
+    keys = [(r["task"], r["context_id"]) for r in records]
+    assert len(keys) == len(set(keys)) == 30

@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from camp_planner.core.context import Context, Term
+from camp_planner.core.context_space import ContextSpace
+from camp_planner.core.errors import CampError
+from camp_planner.learning.bundle import Bundle, load_bundle
+from camp_planner.learning.selector import ContextSelector, SelectorConfig
+
+FAST = SelectorConfig(learning_rate=1e-2, max_iterations=2000, seed=3)
+
+
+def _vector_data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(30, 4)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(int) + 2 * (x[:, 1] > 0).astype(int)
+    return x, y
+
+
+def test_mlp_fits_to_the_loss_target_and_is_seeded() -> None:
+    x, y = _vector_data()
+    a = ContextSelector((4,), 4, FAST)
+    report = a.fit(x, y)
+    assert report.reached_target and report.final_loss <= 1e-3
+    assert (a.predict_proba(x).argmax(axis=1) == y).all()
+    b = ContextSelector((4,), 4, FAST)
+    b.fit(x, y)
+    assert np.allclose(a.predict_proba(x), b.predict_proba(x))
+
+
+def test_cnn_for_images_has_the_papers_layers() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.random(size=(12, 4, 19, 19)).astype(np.float32)
+    y = np.arange(12) % 3
+    sel = ContextSelector((4, 19, 19), 3, FAST)
+    convs = [m for m in sel.net.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert len(convs) == 1 and convs[0].out_channels == 10 and convs[0].kernel_size == (2, 2)
+    assert sel.fit(x, y).final_loss < 0.05
+    ranked = sel.ranked(x[0])
+    assert ranked[0][0] == y[0]
+    assert sum(p for _, p in ranked) == pytest.approx(1.0)
+
+
+def test_bad_features_are_clear_errors() -> None:
+    sel = ContextSelector((4,), 2, FAST)
+    with pytest.raises(CampError, match="shape"):
+        sel.predict_proba(np.zeros((1, 5)))
+    with pytest.raises(CampError, match="NaN"):
+        sel.predict_proba(np.full((1, 4), np.nan))
+
+
+def _bundle() -> Bundle:
+    space = ContextSpace((Context.universal(), Context("single", (Term("agent_room", 1),))))
+    x, y = _vector_data()
+    sel = ContextSelector((4,), 2, FAST)
+    sel.fit(x, y % 2)
+    return Bundle("gridworld", "2", space, {}, sel, {"planner": "bfs_replan"})
+
+
+def test_bundle_round_trip(tmp_path: Path) -> None:
+    bundle = _bundle()
+    path = tmp_path / "b" / "selector.pt"
+    bundle.save(path)
+    back = load_bundle(path, "gridworld", "2")
+    x, _ = _vector_data()
+    assert np.allclose(back.selector.predict_proba(x), bundle.selector.predict_proba(x))
+    assert [c.id for c in back.space] == [c.id for c in bundle.space]
+    assert back.metadata["planner"] == "bfs_replan"
+
+
+def test_bundle_errors(tmp_path: Path) -> None:
+    path = tmp_path / "selector.pt"
+    with pytest.raises(CampError, match="no selector bundle"):
+        load_bundle(path)
+    _bundle().save(path)
+    with pytest.raises(CampError, match="is for domain 'gridworld', not 'namo'"):
+        load_bundle(path, "namo")
+    with pytest.raises(CampError, match="version"):
+        load_bundle(path, "gridworld", "1")
+    path.write_bytes(b"not a torch file at all")
+    with pytest.raises(CampError, match="corrupt"):
+        load_bundle(path)
+    torch.save({"meta": '{"format": 99}', "selector": {}}, path)
+    with pytest.raises(CampError, match="format 99"):
+        load_bundle(path)
