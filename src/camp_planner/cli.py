@@ -19,6 +19,7 @@ from camp_planner.core.errors import CampError
 from camp_planner.core.relevance import relevant_from_csis
 from camp_planner.domains import domain_names
 from camp_planner.domains.base import RenderPanel
+from camp_planner.learning import METHOD_NAMES
 from camp_planner.planners import planner_names
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
@@ -79,6 +80,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON summary")
 
     p = sub.add_parser(
+        "eval",
+        help="every method on the held-out test tasks over K seeds: results.json, table.md, plot",
+    )
+    _common(p)
+    p.add_argument("--planner", default="bfs_replan", help=f"one of: {', '.join(planner_names())}")
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        default=list(METHOD_NAMES),
+        help=f"any of: {', '.join(METHOD_NAMES)} (default: all)",
+    )
+    p.add_argument("--seeds", type=int, default=10, help="independent runs (paper: 10)")
+    p.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="parallel scoring processes"
+    )
+    p.add_argument("--out", type=Path, help="output folder (default: <artifacts>/eval/...)")
+
+    p = sub.add_parser(
         "demo", help="one task end to end: best context vs universal, side by side (PNG)"
     )
     _common(p)
@@ -97,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "csi": _csi,
             "plan": _plan,
             "train": _train,
+            "eval": _eval,
             "demo": _demo,
         }
         return handler[args.command](args)
@@ -234,6 +254,23 @@ def _train(args: argparse.Namespace) -> int:
     for name, count in sorted(result.label_counts.items(), key=lambda kv: -kv[1]):
         print(f"  {count:3d} × {name}")
     print(f"bundle: {result.bundle_path}")
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from camp_planner.learning.evaluate import evaluate, table_markdown
+
+    if args.workers < 1:
+        raise CampError("--workers must be at least 1")
+    pipe = _pipeline(args)
+    out = args.out or args.artifacts / "eval" / f"{pipe.domain.name}-{args.planner}"
+    command = "camp " + " ".join(sys.argv[1:]) if sys.argv[1:] else "camp eval"
+    summary = evaluate(
+        pipe, args.artifacts, args.planner, args.methods, args.seeds, args.workers, out, command
+    )
+    title = f"{pipe.domain.name}, {args.planner}, {args.seeds} seed(s)"
+    print(table_markdown(summary, title))
+    print(f"wrote {out}/results.json, table.md, plot.png")
     return 0
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from camp_planner.core.errors import CampError
+from camp_planner.core.objective import EpisodeResult
 from camp_planner.learning.executor import Executor
 
 PURE = "pure"
@@ -49,9 +50,25 @@ class Score:
     compute_time_s: float
     success: bool
     outcome: str
+    fallbacks: int = 0
+    # The executed trajectory (JSON values), kept for the learned baselines that imitate it.
+    states: list[Any] | None = None
+    actions: list[Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def without_trajectory(self) -> Score:
+        return Score(
+            self.task,
+            self.context_id,
+            self.objective,
+            self.discounted_return,
+            self.compute_time_s,
+            self.success,
+            self.outcome,
+            self.fallbacks,
+        )
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Score:
@@ -63,6 +80,9 @@ class Score:
             compute_time_s=float(data["compute_time_s"]),
             success=bool(data["success"]),
             outcome=str(data["outcome"]),
+            fallbacks=int(data.get("fallbacks", 0)),
+            states=data.get("states"),
+            actions=data.get("actions"),
         )
 
 
@@ -89,7 +109,7 @@ class ScoreMatrix:
         return {
             "tasks": self.tasks,
             "contexts": self.context_ids,
-            "scores": [s.to_json() for s in self.scores.values()],
+            "scores": [s.without_trajectory().to_json() for s in self.scores.values()],
         }
 
 
@@ -151,14 +171,22 @@ def run_job(job: ScoreJob) -> Score:
     task = pipe.task(job.split, job.task)
     context = None if job.context_id == PURE else pipe.space.resolve(job.context_id)
     result, _ = pipe.run(task, job.planner, context, seed=job.seed, ablation=job.ablation)
+    return score_of(job.task, job.context_id, result)
+
+
+def score_of(task: int, context_id: str, result: EpisodeResult) -> Score:
+    """A score (with its trajectory as JSON values) from an episode."""
     return Score(
-        task=job.task,
-        context_id=job.context_id,
+        task=task,
+        context_id=context_id,
         objective=result.objective,
         discounted_return=result.discounted_return,
         compute_time_s=result.compute_time_s,
         success=result.success,
         outcome=result.outcome,
+        fallbacks=result.fallbacks,
+        states=[list(s) for s in result.states],
+        actions=[list(a) for a in result.actions],
     )
 
 

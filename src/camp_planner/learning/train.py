@@ -26,6 +26,10 @@ from camp_planner.learning.labels import (
 from camp_planner.workflow import Pipeline
 
 
+# Bump when what a score record holds changes, so old checkpoints are not reused.
+LABEL_FORMAT = 2
+
+
 @dataclass
 class TrainResult:
     bundle_path: Path
@@ -79,6 +83,7 @@ def score_split(
         "split": split,
         "seed": seed,
         "ablation": ablation,
+        "format": LABEL_FORMAT,
     }
     jobs = [
         ScoreJob(

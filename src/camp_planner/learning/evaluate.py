@@ -1,0 +1,221 @@
+"""`camp eval`: the experimental protocol of section 5 for any domain.
+
+For each of K seeds (a different train/test task draw and selector seed, as the paper's 10
+independent runs), train the selector (resumable), score every context on the test tasks
+when the oracle is asked for, run every method on every test task, and aggregate: per method
+the mean and standard deviation across seeds of the per-seed mean objective, return, compute
+time, success rate and fallbacks. Writes ``results.json``, ``table.md`` (the paper's appendix
+layout) and ``plot.png`` (mean return vs compute time, per-axis std, like the paper's figure).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from camp_planner.core.errors import CampError
+from camp_planner.learning import METHOD_NAMES
+from camp_planner.learning.bundle import load_bundle
+from camp_planner.learning.labels import Score, ScoreMatrix
+from camp_planner.learning.methods import TrainingData, make_methods
+from camp_planner.learning.train import score_split, train
+from camp_planner.workflow import Pipeline
+
+METRICS = ("objective", "discounted_return", "compute_time_s", "success", "fallbacks")
+LABELS = {
+    "camp": "CAMP (ours)",
+    "camp_ablation": "CAMP ablation (sink only)",
+    "pure": "Pure planning",
+    "plan_transfer": "Plan transfer",
+    "policy": "Policy learning",
+    "task_policy": "Task-conditioned policy",
+    "oracle": "Oracle context (upper bound)",
+}
+
+
+def seed_pipeline(base: Pipeline, artifacts: Path, seed: int) -> Pipeline:
+    """The pipeline of run ``seed``: the task draws shift with the seed."""
+    config = copy.deepcopy(base.config)
+    config["seed"] = int(base.config["seed"]) + seed
+    return Pipeline.from_config(base.domain.name, config, artifacts)
+
+
+def run_seed(
+    base: Pipeline,
+    artifacts: Path,
+    planner: str,
+    methods: Sequence[str],
+    seed: int,
+    workers: int,
+    progress: bool = True,
+) -> dict[str, list[Score]]:
+    """Every method's scores on the test tasks of run ``seed`` (cached per configuration)."""
+    pipe = seed_pipeline(base, artifacts, seed)
+    key = json.dumps(
+        {"config": pipe.config, "planner": planner, "methods": list(methods), "seed": seed},
+        sort_keys=True,
+        default=str,
+    )
+    out_dir = artifacts / pipe.domain.name / planner / f"seed{seed}"
+    cache = out_dir / f"eval-{hashlib.sha1(key.encode()).hexdigest()[:10]}.json"
+    if cache.exists():
+        data = json.loads(cache.read_text())
+        return {m: [Score.from_json(s) for s in rows] for m, rows in data.items()}
+
+    trained = train(pipe, artifacts, planner, seed=seed, workers=workers, progress=progress)
+    bundle = load_bundle(trained.bundle_path, pipe.domain.name, pipe.domain.version)
+    test_matrix: ScoreMatrix | None = None
+    if "oracle" in methods:
+        test_matrix, _ = score_split(
+            pipe, artifacts, planner, "test", list(pipe.space), seed, workers, progress
+        )
+    features = np.stack([pipe.domain.features(t) for t in pipe.tasks("train")])
+    data = TrainingData(pipe, planner, trained.matrix, features, seed)
+    n_test = len(pipe.tasks("test"))
+    results: dict[str, list[Score]] = {}
+    bar = _bar(len(methods) * n_test, f"seed {seed}: evaluating methods", progress)
+    for method in make_methods(methods, bundle, test_matrix):
+        method.fit(data)
+        rows = []
+        for t in range(n_test):
+            rows.append(method.evaluate(pipe, planner, t, seed).without_trajectory())
+            if bar is not None:
+                bar.update(1)
+        results[method.name] = rows
+    if bar is not None:
+        bar.close()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({m: [s.to_json() for s in rows] for m, rows in results.items()}))
+    return results
+
+
+def _bar(total: int, desc: str, progress: bool) -> Any:
+    if not progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, file=sys.stderr, disable=None, leave=False)
+
+
+def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any]]:
+    """Mean and std across seeds of each method's per-seed mean metrics."""
+    out: dict[str, dict[str, Any]] = {}
+    methods = list(per_seed[0])
+    for method in methods:
+        stats: dict[str, Any] = {"seeds": len(per_seed)}
+        for metric in METRICS:
+            seed_means = [
+                statistics.fmean(float(getattr(s, metric)) for s in run[method]) for run in per_seed
+            ]
+            stats[metric] = {
+                "mean": statistics.fmean(seed_means),
+                "std": statistics.pstdev(seed_means) if len(seed_means) > 1 else 0.0,
+            }
+        out[method] = stats
+    if "camp" in out and "oracle" in out:
+        oracle = out["oracle"]["objective"]["mean"]
+        camp = out["camp"]["objective"]["mean"]
+        out["camp"]["fraction_of_oracle"] = camp / oracle if oracle else None
+    return out
+
+
+def write_outputs(
+    summary: dict[str, dict[str, Any]],
+    out_dir: Path,
+    title: str,
+    command: str,
+    wall_time_s: float,
+) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    payload = {"title": title, "command": command, "wall_time_s": wall_time_s, "methods": summary}
+    (out_dir / "results.json").write_text(json.dumps(payload, indent=1))
+    (out_dir / "table.md").write_text(table_markdown(summary, title))
+    plot(summary, out_dir / "plot.png", title)
+
+
+def table_markdown(summary: dict[str, dict[str, Any]], title: str) -> str:
+    lines = [
+        f"**{title}** — test-task means over seeds (standard deviation across seeds)",
+        "",
+        "| method | objective (SD) | return (SD) | compute s (SD) | success | fallbacks |",
+        "|---|---|---|---|---|---|",
+    ]
+    for method, s in summary.items():
+        o, r, c = s["objective"], s["discounted_return"], s["compute_time_s"]
+        lines.append(
+            f"| {LABELS.get(method, method)} | {o['mean']:.1f} ({o['std']:.1f}) | "
+            f"{r['mean']:.1f} ({r['std']:.1f}) | {c['mean']:.3f} ({c['std']:.3f}) | "
+            f"{100 * s['success']['mean']:.0f} % | {s['fallbacks']['mean']:.2f} |"
+        )
+    if summary.get("camp", {}).get("fraction_of_oracle") is not None:
+        lines += [
+            "",
+            f"CAMP reaches {100 * summary['camp']['fraction_of_oracle']:.0f} % of the "
+            "oracle's objective.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> None:
+    """Mean return vs mean compute time per method, with per-axis std bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4.4))
+    colours = plt.get_cmap("tab10")
+    for i, (method, s) in enumerate(summary.items()):
+        x, y = s["compute_time_s"], s["discounted_return"]
+        ax.errorbar(
+            x["mean"],
+            y["mean"],
+            xerr=x["std"],
+            yerr=y["std"],
+            fmt="o",
+            capsize=3,
+            color=colours(i),
+            label=LABELS.get(method, method),
+        )
+    ax.set_xlabel("compute time per test task (s)")
+    ax.set_ylabel("return (discounted)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def evaluate(
+    base: Pipeline,
+    artifacts: Path,
+    planner: str,
+    methods: Sequence[str],
+    seeds: int,
+    workers: int,
+    out_dir: Path,
+    command: str,
+    progress: bool = True,
+) -> dict[str, dict[str, Any]]:
+    started = time.perf_counter()
+    unknown = [m for m in methods if m not in METHOD_NAMES]
+    if unknown:
+        raise CampError(f"unknown method '{unknown[0]}'; choose from: {', '.join(METHOD_NAMES)}")
+    if seeds < 1:
+        raise CampError("--seeds must be at least 1")
+    per_seed = [
+        run_seed(base, artifacts, planner, methods, k, workers, progress) for k in range(seeds)
+    ]
+    summary = aggregate(per_seed)
+    title = f"{base.domain.name}, {planner}, λ = {base.lam(planner):g}, {seeds} seed(s)"
+    write_outputs(summary, out_dir, title, command, time.perf_counter() - started)
+    return summary

@@ -1,0 +1,323 @@
+"""The methods compared in the paper (section 5.2), behind one interface.
+
+CAMP (ours, with ranked fallbacks), the CAMP ablation (sink only, no projection), pure
+planning, plan transfer (majority vote over training plans), policy learning (state → action
+imitation), task-conditioned policy learning (state + task features), and the oracle (best
+context per test task in hindsight, the upper bound for context selection).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from camp_planner.core.camp import CAMP
+from camp_planner.core.context import Context
+from camp_planner.core.errors import CampError
+from camp_planner.core.mdp import Action, FactoredMDP, State
+from camp_planner.core.objective import Attempt, EpisodeResult, run_episode, run_with_fallbacks
+from camp_planner.core.planner import Deadline, Planner
+from camp_planner.core.relevance import relevant_from_csis
+from camp_planner.learning import METHOD_NAMES
+from camp_planner.learning.bundle import Bundle
+from camp_planner.learning.labels import Score, ScoreMatrix, score_of
+from camp_planner.learning.selector import ContextSelector, SelectorConfig
+from camp_planner.planners import make_planner
+from camp_planner.workflow import Pipeline
+
+
+def thaw(value: Any) -> Hashable:
+    """JSON lists back to the tuples states and actions are made of."""
+    if isinstance(value, list):
+        return tuple(thaw(v) for v in value)
+    if isinstance(value, Hashable):
+        return value
+    raise CampError(f"unexpected value {value!r} in a stored trajectory")
+
+
+def _as_tuple(value: Hashable) -> tuple[Hashable, ...]:
+    if not isinstance(value, tuple):
+        raise CampError(f"a stored state or action should be a list, got {value!r}")
+    return value
+
+
+@dataclass
+class TrainingData:
+    """What the learned methods may use: training tasks, their features and score matrix."""
+
+    pipe: Pipeline
+    planner: str
+    matrix: ScoreMatrix
+    features: np.ndarray
+    seed: int
+
+    def best_trajectories(self) -> list[tuple[int, list[State], list[Action]]]:
+        """Per training task, the trajectory of its best context (the imitation targets)."""
+        out = []
+        for task in self.matrix.tasks:
+            best = self.matrix.context_ids[self.matrix.best_index(task)]
+            s = self.matrix.get(task, best)
+            if s.states is None or s.actions is None:
+                continue
+            states = [_as_tuple(thaw(x)) for x in s.states]
+            actions = [_as_tuple(thaw(x)) for x in s.actions]
+            out.append((task, states, actions))
+        return out
+
+
+class Method(ABC):
+    """Something that acts in a test task and is scored by the objective."""
+
+    name: str = "method"
+
+    def fit(self, data: TrainingData) -> None:  # noqa: B027 (optional hook)
+        """Use the training data (default: nothing to learn)."""
+
+    @abstractmethod
+    def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:
+        """Run on test task ``task_index`` and return its score."""
+
+
+class Pure(Method):
+    name = "pure"
+
+    def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:
+        result, _ = pipe.run(pipe.task("test", task_index), planner, None, seed=seed)
+        return score_of(task_index, "pure", result)
+
+
+class CampMethod(Method):
+    """Select a context with the bundle's selector, build the CAMP, plan, execute; on failure
+    fall back to the next-ranked contexts and finally the universal context."""
+
+    def __init__(self, bundle: Bundle, ablation: bool = False, max_fallbacks: int = 2) -> None:
+        self.bundle = bundle
+        self.ablation = ablation
+        self.max_fallbacks = max_fallbacks
+        self.name = "camp_ablation" if ablation else "camp"
+
+    def ranked_contexts(self, pipe: Pipeline, task: Any) -> list[tuple[Context, float]]:
+        ranked = self.bundle.selector.ranked(pipe.domain.features(task))
+        return [(self.bundle.space[i], p) for i, p in ranked]
+
+    def build(self, pipe: Pipeline, mdp: FactoredMDP, context: Context) -> CAMP:
+        sink = float(pipe.config["camp"]["sink_reward"])
+        if self.ablation:
+            return CAMP.build(mdp, context, None, sink)
+        if context.is_universal:
+            relevant = frozenset(v.name for v in mdp.variables)
+        else:
+            csis = self.bundle.csis.get(context.id)
+            if csis is None:
+                raise CampError(f"the bundle has no CSIs for context {context.name}")
+            relevant = relevant_from_csis(csis, mdp.reward_vars)
+        return CAMP.build(mdp, context, relevant, sink)
+
+    def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:
+        task = pipe.task("test", task_index)
+        mdp = pipe.domain.make_mdp(task, pipe.config)
+        settings = pipe.planner_settings(planner)
+        t0 = time.perf_counter()
+        ranked = self.ranked_contexts(pipe, task)
+        selection = time.perf_counter() - t0
+        order = [c for c, _ in ranked[: 1 + self.max_fallbacks]]
+        if not any(c.is_universal for c in order):
+            order.append(Context.universal())
+
+        def attempts() -> Iterator[Attempt]:
+            for i, context in enumerate(order):
+                start = time.perf_counter()
+                camp = self.build(pipe, mdp, context)
+                setup = time.perf_counter() - start + (selection if i == 0 else 0.0)
+                yield Attempt(context.id, camp, make_planner(planner, seed=seed, **settings), setup)
+
+        result = run_with_fallbacks(
+            mdp,
+            attempts(),
+            lam=pipe.lam(planner),
+            timeout_s=float(pipe.config["timeout_s"]),
+            rng=random.Random(seed),
+        )
+        return score_of(task_index, order[0].id, result)
+
+
+class Oracle(Method):
+    """The best context of each test task in hindsight, read from the test score matrix."""
+
+    name = "oracle"
+
+    def __init__(self, test_matrix: ScoreMatrix) -> None:
+        self.matrix = test_matrix
+
+    def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:
+        best = self.matrix.context_ids[self.matrix.best_index(task_index)]
+        return self.matrix.get(task_index, best)
+
+
+class _Scripted(Planner):
+    """Adapts a reactive policy (state → action) to the planner interface."""
+
+    def __init__(self, choose: Any) -> None:
+        super().__init__()
+        self.choose = choose
+        self.mdp: FactoredMDP | None = None
+        self.t = 0
+
+    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
+        self.mdp = mdp
+        self.t = 0
+
+    def act(self, state: State, deadline: Deadline) -> Action:
+        assert self.mdp is not None
+        action: Action = self.choose(self.mdp, state, self.t)
+        self.t += 1
+        return action
+
+
+class PlanTransfer(Method):
+    """At step t, the action most training plans took at step t (open loop)."""
+
+    name = "plan_transfer"
+
+    def fit(self, data: TrainingData) -> None:
+        self.votes: list[Counter[Action]] = []
+        for _, _, actions in data.best_trajectories():
+            for t, a in enumerate(actions):
+                if t >= len(self.votes):
+                    self.votes.append(Counter())
+                self.votes[t][a] += 1
+
+    def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:
+        def choose(mdp: FactoredMDP, state: State, t: int) -> Action:
+            legal = list(mdp.applicable_actions(state))
+            if t < len(self.votes):
+                for action, _ in self.votes[t].most_common():
+                    if action in legal:
+                        return action
+            return legal[0]
+
+        return _run_policy(pipe, planner, task_index, seed, self.name, choose)
+
+
+class StateEncoder:
+    """One-hot per discrete state variable (numbers as themselves for continuous ones)."""
+
+    def __init__(self, mdp: FactoredMDP, max_domain: int = 512) -> None:
+        self.slots: list[dict[Hashable, int] | None] = []
+        size = 0
+        for var in mdp.state_vars:
+            if var.domain is not None and len(var.domain) <= max_domain:
+                self.slots.append({v: size + i for i, v in enumerate(var.domain)})
+                size += len(var.domain)
+            else:
+                self.slots.append(None)
+                size += 1
+        self.size = size
+
+    def encode(self, state: State) -> np.ndarray:
+        out = np.zeros(self.size, dtype=np.float32)
+        offset = 0
+        for value, slot in zip(state, self.slots, strict=True):
+            if slot is None:
+                out[offset] = float(value) if isinstance(value, (int, float)) else 0.0
+                offset += 1
+            else:
+                index = slot.get(value)
+                if index is not None:
+                    out[index] = 1.0
+                offset += len(slot)
+        return out
+
+
+class PolicyLearning(Method):
+    """Imitation: a classifier from the state (and, task-conditioned, the task features) to
+    the action the best context's plan took."""
+
+    def __init__(self, task_conditioned: bool) -> None:
+        self.task_conditioned = task_conditioned
+        self.name = "task_policy" if task_conditioned else "policy"
+
+    def _inputs(self, state: State, features: np.ndarray) -> np.ndarray:
+        x = self.encoder.encode(state)
+        if self.task_conditioned:
+            x = np.concatenate([x, features.ravel().astype(np.float32)])
+        return x
+
+    def fit(self, data: TrainingData) -> None:
+        pipe = data.pipe
+        probe = pipe.domain.make_mdp(pipe.task("train", 0), pipe.config)
+        self.encoder = StateEncoder(probe)
+        xs: list[np.ndarray] = []
+        ys: list[int] = []
+        vocab: dict[Action, int] = {}
+        for task, states, actions in data.best_trajectories():
+            for s, a in zip(states, actions, strict=False):
+                xs.append(self._inputs(s, data.features[task]))
+                ys.append(vocab.setdefault(a, len(vocab)))
+        if not xs:
+            raise CampError("no training trajectories to imitate")
+        self.actions = list(vocab)
+        cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": data.seed})
+        self.net = ContextSelector((len(xs[0]),), len(self.actions), cfg)
+        self.net.fit(np.stack(xs), np.asarray(ys))
+
+    def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:
+        features = pipe.domain.features(pipe.task("test", task_index))
+
+        def choose(mdp: FactoredMDP, state: State, t: int) -> Action:
+            legal = list(mdp.applicable_actions(state))
+            ranked = self.net.ranked(self._inputs(state, features))
+            for i, _ in ranked:
+                action: Action = self.actions[i]
+                if action in legal:
+                    return action
+            return legal[0]
+
+        return _run_policy(pipe, planner, task_index, seed, self.name, choose)
+
+
+def _run_policy(
+    pipe: Pipeline, planner: str, task_index: int, seed: int, label: str, choose: Any
+) -> Score:
+    task = pipe.task("test", task_index)
+    mdp = pipe.domain.make_mdp(task, pipe.config)
+    result: EpisodeResult = run_episode(
+        mdp,
+        _Scripted(choose),
+        lam=pipe.lam(planner),
+        timeout_s=float(pipe.config["timeout_s"]),
+        rng=random.Random(seed),
+    )
+    return score_of(task_index, label, result)
+
+
+def make_methods(
+    names: Sequence[str], bundle: Bundle | None, test_matrix: ScoreMatrix | None
+) -> list[Method]:
+    """Method objects by name (bundle needed for camp*, the test matrix for the oracle)."""
+    out: list[Method] = []
+    for name in names:
+        if name not in METHOD_NAMES:
+            raise CampError(f"unknown method '{name}'; choose from: {', '.join(METHOD_NAMES)}")
+        if name in ("camp", "camp_ablation"):
+            if bundle is None:
+                raise CampError(f"method {name} needs a trained selector bundle")
+            out.append(CampMethod(bundle, ablation=name == "camp_ablation"))
+        elif name == "oracle":
+            if test_matrix is None:
+                raise CampError("the oracle needs the test-task score matrix")
+            out.append(Oracle(test_matrix))
+        elif name == "pure":
+            out.append(Pure())
+        elif name == "plan_transfer":
+            out.append(PlanTransfer())
+        else:
+            out.append(PolicyLearning(task_conditioned=name == "task_policy"))
+    return out
