@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from camp_planner.core.context import Context, Term
+from camp_planner.core.context_space import ContextSpace
+from camp_planner.learning.bundle import Bundle
+from camp_planner.learning.methods import CampMethod, StateEncoder
+from camp_planner.learning.selector import ContextSelector, SelectorConfig
+from camp_planner.workflow import Pipeline
+
+
+def _pipe(tmp_path: Path) -> Pipeline:
+    pipe = Pipeline.create("gridworld", None, tmp_path)
+    pipe.config["csi"].update({"k1": 10, "k2": 5, "tasks": 2})
+    return pipe
+
+
+def test_a_failing_first_choice_falls_back_to_the_next_ranked_context(tmp_path: Path) -> None:
+    pipe = _pipe(tmp_path)
+    # Ranked first: stay out of the start room, an immediate violation → no plan → fallback.
+    bad = Context("disjunction", tuple(Term("agent_room", r) for r in range(1, 9)))
+    space = ContextSpace((Context.universal(), bad))
+    features = np.stack([pipe.domain.features(t) for t in pipe.tasks("train")[:4]])
+    selector = ContextSelector(features.shape[1:], 2, SelectorConfig(learning_rate=1e-2))
+    selector.fit(features, np.ones(4, dtype=int))  # always "bad"
+    bundle = Bundle("gridworld", "2", space, {bad.id: pipe.store.get(bad)}, selector, {})
+    score = CampMethod(bundle).evaluate(pipe, "bfs_replan", 0, seed=0)
+    assert score.context_id == bad.id
+    assert score.fallbacks == 1 and score.success
+
+
+def test_state_encoder_is_one_hot_per_variable(tmp_path: Path) -> None:
+    pipe = _pipe(tmp_path)
+    mdp = pipe.domain.make_mdp(pipe.task("train", 0), pipe.config)
+    enc = StateEncoder(mdp)
+    x = enc.encode(mdp.initial_state())
+    assert x.shape == (81 + 9 + 21 * 11,)
+    assert x.sum() == len(mdp.state_vars)
