@@ -98,6 +98,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="output folder (default: <artifacts>/eval/...)")
 
     p = sub.add_parser(
+        "sweep", help="λ or training-set-size sweep of CAMP (paper 5.3 and appendix), as a plot"
+    )
+    p.add_argument("kind", choices=("lambda", "train-size"))
+    _common(p)
+    p.add_argument("--planner", default="bfs_replan", help=f"one of: {', '.join(planner_names())}")
+    p.add_argument(
+        "--values", nargs="+", type=float, help="λ values or training-set sizes to sweep"
+    )
+    p.add_argument("--seeds", type=int, default=3, help="independent runs per point")
+    p.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="parallel scoring processes"
+    )
+    p.add_argument("--out", type=Path, help="output folder (default: <artifacts>/eval/...)")
+
+    p = sub.add_parser(
         "demo", help="one task end to end: best context vs universal, side by side (PNG)"
     )
     _common(p)
@@ -117,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "plan": _plan,
             "train": _train,
             "eval": _eval,
+            "sweep": _sweep,
             "demo": _demo,
         }
         return handler[args.command](args)
@@ -271,6 +287,34 @@ def _eval(args: argparse.Namespace) -> int:
     title = f"{pipe.domain.name}, {args.planner}, {args.seeds} seed(s)"
     print(table_markdown(summary, title))
     print(f"wrote {out}/results.json, table.md, plot.png")
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from camp_planner.learning.sweeps import sweep
+
+    if args.workers < 1 or args.seeds < 1:
+        raise CampError("--workers and --seeds must be at least 1")
+    pipe = _pipeline(args)
+    values = args.values
+    if values is None:
+        n = len(pipe.tasks("train"))
+        values = (
+            [0.0, 10.0, 100.0, 1000.0]
+            if args.kind == "lambda"
+            else sorted({max(1, n // 10), max(1, n // 4), max(1, n // 2), n})
+        )
+    out = args.out or args.artifacts / "eval" / f"{pipe.domain.name}-{args.planner}"
+    summary = sweep(
+        args.kind, pipe, args.artifacts, args.planner, values, args.seeds, args.workers, out
+    )
+    for point in summary["points"]:
+        print(
+            f"{args.kind} {point['value']:>8g}: objective {point['objective']['mean']:8.2f} "
+            f"± {point['objective']['std']:.2f}, return {point['return']['mean']:7.2f}, "
+            f"compute {point['compute_time_s']['mean']:.3f} s"
+        )
+    print(f"wrote {out}/sweep-{args.kind}.json and .png")
     return 0
 
 

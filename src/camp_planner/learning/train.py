@@ -25,7 +25,6 @@ from camp_planner.learning.labels import (
 )
 from camp_planner.workflow import Pipeline
 
-
 # Bump when what a score record holds changes, so old checkpoints are not reused.
 LABEL_FORMAT = 2
 

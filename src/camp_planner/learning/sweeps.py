@@ -1,0 +1,152 @@
+"""The paper's two additional experiments (section 5.3 and appendix), as plots.
+
+* λ sweep: for each λ, relabel the training tasks from the *same* score matrix (the matrix
+  keeps return and compute time, so J = return − λ·time needs no replanning), retrain the
+  selector, and evaluate CAMP on the test tasks with that λ.
+* Training-set size sweep: train the selector on the first n training tasks only and
+  evaluate CAMP on the test tasks.
+Each point is averaged over seeds (mean ± std across seeds).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from camp_planner.core.errors import CampError
+from camp_planner.learning.bundle import Bundle
+from camp_planner.learning.evaluate import seed_pipeline
+from camp_planner.learning.labels import ScoreMatrix
+from camp_planner.learning.methods import CampMethod
+from camp_planner.learning.selector import ContextSelector, SelectorConfig
+from camp_planner.learning.train import learn_all_csis, score_split
+from camp_planner.workflow import Pipeline
+
+
+def relabel(matrix: ScoreMatrix, lam: float, tasks: Sequence[int]) -> list[int]:
+    """Best context index per task under objective return − λ·compute time."""
+    out = []
+    for t in tasks:
+        values = [
+            matrix.get(t, c).discounted_return - lam * matrix.get(t, c).compute_time_s
+            for c in matrix.context_ids
+        ]
+        out.append(max(range(len(values)), key=lambda i: (values[i], -i)))
+    return out
+
+
+def _camp_on_test(
+    pipe: Pipeline, planner: str, labels: list[int], tasks: Sequence[int], seed: int
+) -> dict[str, float]:
+    features = np.stack([pipe.domain.features(pipe.task("train", t)) for t in tasks])
+    cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": seed})
+    selector = ContextSelector(tuple(features.shape[1:]), len(pipe.space), cfg)
+    selector.fit(features, np.asarray(labels))
+    csis = {c.id: r for c in pipe.space if (r := pipe.store.cached(c)) is not None}
+    bundle = Bundle(pipe.domain.name, pipe.domain.version, pipe.space, csis, selector, {})
+    method = CampMethod(bundle)
+    scores = [method.evaluate(pipe, planner, t, seed) for t in range(len(pipe.tasks("test")))]
+    return {
+        "objective": statistics.fmean(s.objective for s in scores),
+        "return": statistics.fmean(s.discounted_return for s in scores),
+        "compute_time_s": statistics.fmean(s.compute_time_s for s in scores),
+        "success": statistics.fmean(float(s.success) for s in scores),
+    }
+
+
+def sweep(
+    kind: str,
+    base: Pipeline,
+    artifacts: Path,
+    planner: str,
+    values: Sequence[float],
+    seeds: int,
+    workers: int,
+    out_dir: Path,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run a ``lambda`` or ``train-size`` sweep; write ``sweep-<kind>.json`` and ``.png``."""
+    if kind not in ("lambda", "train-size"):
+        raise CampError(f"unknown sweep '{kind}'; choose lambda or train-size")
+    if not values:
+        raise CampError("give at least one value to sweep")
+    points: dict[float, list[dict[str, float]]] = {v: [] for v in values}
+    for k in range(seeds):
+        pipe = seed_pipeline(base, artifacts, k)
+        learn_all_csis(pipe, progress)
+        matrix, _ = score_split(
+            pipe, artifacts, planner, "train", list(pipe.space), k, workers, progress
+        )
+        for v in values:
+            run = copy.copy(pipe)
+            run.config = copy.deepcopy(pipe.config)
+            if kind == "lambda":
+                run.config["lambda"][planner] = float(v)
+                tasks = matrix.tasks
+                labels = relabel(matrix, float(v), tasks)
+            else:
+                n = int(v)
+                if not 1 <= n <= len(matrix.tasks):
+                    raise CampError(f"training-set size {n} outside 1..{len(matrix.tasks)}")
+                tasks = matrix.tasks[:n]
+                labels = relabel(matrix, pipe.lam(planner), tasks)
+            points[v].append(_camp_on_test(run, planner, labels, tasks, k))
+    summary = {
+        "kind": kind,
+        "planner": planner,
+        "seeds": seeds,
+        "points": [
+            {
+                "value": v,
+                **{
+                    m: {
+                        "mean": statistics.fmean(p[m] for p in runs),
+                        "std": statistics.pstdev([p[m] for p in runs]) if len(runs) > 1 else 0.0,
+                    }
+                    for m in ("objective", "return", "compute_time_s", "success")
+                },
+            }
+            for v, runs in points.items()
+        ],
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"sweep-{kind}.json").write_text(json.dumps(summary, indent=1))
+    _plot(summary, out_dir / f"sweep-{kind}.png", base.domain.name)
+    return summary
+
+
+def _plot(summary: dict[str, Any], path: Path, domain: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [p["value"] for p in summary["points"]]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    for ax, metric, label in zip(
+        axes,
+        ("objective", "return", "compute_time_s"),
+        ("objective J", "return", "compute time (s)"),
+        strict=True,
+    ):
+        ys = [p[metric]["mean"] for p in summary["points"]]
+        es = [p[metric]["std"] for p in summary["points"]]
+        ax.errorbar(xs, ys, yerr=es, fmt="o-", capsize=3, color="#2563eb")
+        ax.set_xlabel("λ" if summary["kind"] == "lambda" else "training tasks")
+        ax.set_ylabel(label)
+        if summary["kind"] == "lambda" and min(xs) > 0:
+            ax.set_xscale("log")
+    fig.suptitle(
+        f"CAMP on {domain} ({summary['planner']}): {summary['kind']} sweep, "
+        f"{summary['seeds']} seed(s)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from camp_planner.cli import main
+from camp_planner.learning.labels import Score, ScoreMatrix
+from camp_planner.learning.sweeps import relabel
+
+
+def test_relabel_trades_return_against_time() -> None:
+    scores = {
+        (0, "fast"): Score(0, "fast", 0, 80.0, 0.01, True, "goal"),
+        (0, "slow"): Score(0, "slow", 0, 90.0, 1.0, True, "goal"),
+    }
+    matrix = ScoreMatrix([0], ["fast", "slow"], scores)
+    assert relabel(matrix, 0.0, [0]) == [1]  # λ = 0: only return counts
+    assert relabel(matrix, 100.0, [0]) == [0]  # λ = 100: one second costs 100
+
+
+@pytest.mark.slow
+def test_tiny_sweeps_write_plots(tmp_path: Path) -> None:
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(
+        "tasks: {train: 4, test: 2}\ncontexts: {max_contexts: 3}\n"
+        "csi: {k1: 10, k2: 5, tasks: 2}\nselector: {max_iterations: 100}\n"
+    )
+    common = [
+        "--config",
+        str(cfg),
+        "--artifacts",
+        str(tmp_path / "a"),
+        "--seeds",
+        "1",
+        "--workers",
+        "1",
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    assert main(["sweep", "lambda", "--values", "0", "1000", *common]) == 0
+    assert main(["sweep", "train-size", "--values", "2", "4", *common]) == 0
+    for kind in ("lambda", "train-size"):
+        assert (tmp_path / "out" / f"sweep-{kind}.png").read_bytes()[:4] == b"\x89PNG"
+    assert main(["sweep", "train-size", "--values", "9", *common]) == 2
