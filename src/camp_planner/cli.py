@@ -79,6 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print a JSON summary")
 
+    p = sub.add_parser("select", help="rank contexts for a task with a trained selector bundle")
+    _common(p)
+    p.add_argument("--planner", default="bfs_replan", help="the planner the bundle was trained for")
+    p.add_argument("--seed", type=int, default=0, help="which training run's bundle")
+    p.add_argument("--bundle", type=Path, help="bundle path (default: from --planner/--seed)")
+    p.add_argument("--task", type=int, default=0, help="task index within the split")
+    p.add_argument("--split", choices=("train", "test"), default="test")
+    p.add_argument("--top", type=int, default=5, help="how many ranked contexts to show")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
     p = sub.add_parser(
         "eval",
         help="every method on the held-out test tasks over K seeds: results.json, table.md, plot",
@@ -131,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "csi": _csi,
             "plan": _plan,
             "train": _train,
+            "select": _select,
             "eval": _eval,
             "sweep": _sweep,
             "demo": _demo,
@@ -270,6 +281,46 @@ def _train(args: argparse.Namespace) -> int:
     for name, count in sorted(result.label_counts.items(), key=lambda kv: -kv[1]):
         print(f"  {count:3d} × {name}")
     print(f"bundle: {result.bundle_path}")
+    return 0
+
+
+def _select(args: argparse.Namespace) -> int:
+    import time
+
+    from camp_planner.learning.bundle import load_bundle
+    from camp_planner.learning.methods import CampMethod
+
+    pipe = _pipeline(args)
+    path = args.bundle or (
+        args.artifacts / pipe.domain.name / args.planner / f"seed{args.seed}" / "selector.pt"
+    )
+    bundle = load_bundle(path, pipe.domain.name, pipe.domain.version)
+    task = pipe.task(args.split, args.task)
+    mdp = pipe.domain.make_mdp(task, pipe.config)
+    method = CampMethod(bundle)
+    t0 = time.perf_counter()
+    ranked = method.ranked_contexts(pipe, task)
+    latency = time.perf_counter() - t0
+    rows: list[dict[str, Any]] = []
+    for context, prob in ranked[: max(1, args.top)]:
+        camp = method.build(pipe, mdp, context)
+        rows.append(
+            {
+                "id": context.id,
+                "name": context.name,
+                "probability": round(prob, 4),
+                "dropped_variables": list(camp.dropped_variables),
+            }
+        )
+    if args.json:
+        print(json.dumps({"bundle": str(path), "latency_s": latency, "ranked": rows}))
+        return 0
+    print(f"selector {path} on {args.split} task {args.task} ({latency * 1000:.1f} ms):")
+    for r in rows:
+        print(
+            f"  p={r['probability']:.3f}  {r['id']:<10} {r['name']:<34} "
+            f"drops {len(r['dropped_variables'])} variables"
+        )
     return 0
 
 

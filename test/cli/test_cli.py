@@ -112,7 +112,7 @@ def test_corrupt_csi_cache_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_every_subcommand_has_help(tmp_path: Path) -> None:
-    for sub in ("contexts", "csi", "plan", "demo"):
+    for sub in ("contexts", "csi", "plan", "train", "select", "eval", "sweep", "demo"):
         res = _camp(sub, "--help", cwd=tmp_path)
         assert res.returncode == 0 and "usage: camp" in res.stdout
 
@@ -123,3 +123,8 @@ def test_demo_writes_png(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "demo.png").read_bytes()[:4] == b"\x89PNG"
     assert "best context" in res.stdout
+
+
+def test_select_without_a_bundle_is_a_clear_error(tmp_path: Path) -> None:
+    res = _camp("select", "--artifacts", str(tmp_path / "none"), cwd=tmp_path)
+    assert res.returncode == 2 and "run `camp train` first" in res.stderr
