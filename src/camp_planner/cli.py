@@ -36,6 +36,16 @@ def _common(p: argparse.ArgumentParser, domain: bool = True) -> None:
     p.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS, help="cache/output folder")
 
 
+def _planner_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--planner", default="bfs_replan", help=f"one of: {', '.join(planner_names())}")
+
+
+def _workers_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="parallel scoring processes"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="camp",
@@ -57,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--task", type=int, default=0, help="task index within the split")
     p.add_argument("--split", choices=("train", "test"), default="test")
-    p.add_argument("--planner", default="bfs_replan", help=f"one of: {', '.join(planner_names())}")
+    _planner_arg(p)
     p.add_argument("--context", default="universal", help="index, id or name (`camp contexts`)")
     p.add_argument("--pure", action="store_true", help="pure planning in the full MDP")
     p.add_argument("--ablation", action="store_true", help="sink only, no projection")
@@ -72,11 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="learn CSIs, score contexts on training tasks (resumable), train the selector",
     )
     _common(p)
-    p.add_argument("--planner", default="bfs_replan", help=f"one of: {', '.join(planner_names())}")
+    _planner_arg(p)
     p.add_argument("--seed", type=int, default=0, help="selector seed (and task-set offset)")
-    p.add_argument(
-        "--workers", type=int, default=os.cpu_count() or 1, help="parallel scoring processes"
-    )
+    _workers_arg(p)
     p.add_argument("--json", action="store_true", help="print a JSON summary")
 
     p = sub.add_parser("select", help="rank contexts for a task with a trained selector bundle")
@@ -94,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="every method on the held-out test tasks over K seeds: results.json, table.md, plot",
     )
     _common(p)
-    p.add_argument("--planner", default="bfs_replan", help=f"one of: {', '.join(planner_names())}")
+    _planner_arg(p)
     p.add_argument(
         "--methods",
         nargs="+",
@@ -102,9 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"any of: {', '.join(METHOD_NAMES)} (default: all)",
     )
     p.add_argument("--seeds", type=int, default=10, help="independent runs (paper: 10)")
-    p.add_argument(
-        "--workers", type=int, default=os.cpu_count() or 1, help="parallel scoring processes"
-    )
+    _workers_arg(p)
     p.add_argument("--out", type=Path, help="output folder (default: <artifacts>/eval/...)")
 
     p = sub.add_parser(
@@ -112,14 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("kind", choices=("lambda", "train-size"))
     _common(p)
-    p.add_argument("--planner", default="bfs_replan", help=f"one of: {', '.join(planner_names())}")
+    _planner_arg(p)
     p.add_argument(
         "--values", nargs="+", type=float, help="λ values or training-set sizes to sweep"
     )
     p.add_argument("--seeds", type=int, default=3, help="independent runs per point")
-    p.add_argument(
-        "--workers", type=int, default=os.cpu_count() or 1, help="parallel scoring processes"
-    )
+    _workers_arg(p)
     p.add_argument("--out", type=Path, help="output folder (default: <artifacts>/eval/...)")
 
     p = sub.add_parser(
@@ -127,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(p)
     p.add_argument("--task", type=int, default=0, help="test task index")
-    p.add_argument("--planner", default="bfs_replan", help=f"one of: {', '.join(planner_names())}")
+    _planner_arg(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, help="PNG path (default: <artifacts>/demo/...)")
     return parser

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from camp_planner.core.errors import CampError
-from camp_planner.core.mdp import Action, FactoredMDP, State
+from camp_planner.core.mdp import Action, FactoredMDP, State, freeze
 
 ContextKind = Literal["universal", "single", "conjunction", "disjunction"]
 _KINDS: tuple[str, ...] = ("universal", "single", "conjunction", "disjunction")
@@ -101,7 +101,7 @@ class Context:
     def from_json(data: Mapping[str, Any]) -> Context:
         try:
             kind = data["kind"]
-            terms = tuple(Term(str(t["variable"]), _freeze(t["value"])) for t in data["terms"])
+            terms = tuple(Term(str(t["variable"]), freeze(t["value"])) for t in data["terms"])
         except (KeyError, TypeError) as exc:
             raise CampError(f"malformed context JSON: {exc!r}") from exc
         return Context(kind, terms)
@@ -137,12 +137,3 @@ class Context:
 
 def _term_sort_key(t: Term) -> tuple[str, str]:
     return (t.variable, repr(t.value))
-
-
-def _freeze(value: Any) -> Hashable:
-    """JSON turns tuples into lists; contexts need hashable values back."""
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, Hashable):
-        return value
-    raise CampError(f"context value {value!r} is not hashable")

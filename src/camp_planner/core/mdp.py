@@ -16,6 +16,15 @@ State = tuple[Hashable, ...]
 Action = tuple[Hashable, ...]
 
 
+def freeze(value: object) -> Hashable:
+    """JSON turns tuples into lists; states, actions and context values need them back."""
+    if isinstance(value, list):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, Hashable):
+        return value
+    raise TypeError(f"{value!r} is not a hashable value")
+
+
 @dataclass(frozen=True)
 class Variable:
     """One state or action variable. ``domain`` is ``None`` for a continuous variable.

@@ -21,7 +21,7 @@ import numpy as np
 from camp_planner.core.camp import CAMP
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
-from camp_planner.core.mdp import Action, FactoredMDP, State
+from camp_planner.core.mdp import Action, FactoredMDP, State, freeze
 from camp_planner.core.objective import Attempt, EpisodeResult, run_episode, run_with_fallbacks
 from camp_planner.core.planner import Deadline, Planner
 from camp_planner.core.relevance import relevant_from_csis
@@ -33,16 +33,12 @@ from camp_planner.planners import make_planner
 from camp_planner.workflow import Pipeline
 
 
-def thaw(value: Any) -> Hashable:
-    """JSON lists back to the tuples states and actions are made of."""
-    if isinstance(value, list):
-        return tuple(thaw(v) for v in value)
-    if isinstance(value, Hashable):
-        return value
-    raise CampError(f"unexpected value {value!r} in a stored trajectory")
-
-
-def _as_tuple(value: Hashable) -> tuple[Hashable, ...]:
+def _as_tuple(value: object) -> tuple[Hashable, ...]:
+    """A stored (JSON) state or action back as the tuple it was."""
+    try:
+        value = freeze(value)
+    except TypeError as exc:
+        raise CampError(f"unexpected value in a stored trajectory: {exc}") from exc
     if not isinstance(value, tuple):
         raise CampError(f"a stored state or action should be a list, got {value!r}")
     return value
@@ -66,8 +62,8 @@ class TrainingData:
             s = self.matrix.get(task, best)
             if s.states is None or s.actions is None:
                 continue
-            states = [_as_tuple(thaw(x)) for x in s.states]
-            actions = [_as_tuple(thaw(x)) for x in s.actions]
+            states = [_as_tuple(x) for x in s.states]
+            actions = [_as_tuple(x) for x in s.actions]
             out.append((task, states, actions))
         return out
 
