@@ -88,3 +88,18 @@ def test_bundle_errors(tmp_path: Path) -> None:
     torch.save({"meta": '{"format": 99}', "selector": {}}, path)
     with pytest.raises(CampError, match="format 99"):
         load_bundle(path)
+
+
+def test_soft_labels_train_to_the_target_distribution() -> None:
+    x, y = _vector_data()
+    targets = np.full((len(y), 4), 0.1)
+    targets[np.arange(len(y)), y] = 0.7
+    sel = ContextSelector((4,), 4, FAST)
+    report = sel.fit(x, targets)
+    probs = sel.predict_proba(x)
+    assert (probs.argmax(axis=1) == y).all()
+    assert report.final_loss < 0.05  # KL to the soft targets, not the raw cross-entropy
+    with pytest.raises(CampError, match="soft labels"):
+        sel.fit(x, targets[:, :3])
+    with pytest.raises(CampError, match="labels"):
+        SelectorConfig.from_mapping({"labels": "fuzzy"})

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import EpisodeResult
 from camp_planner.learning.executor import Executor
@@ -104,6 +106,15 @@ class ScoreMatrix:
 
     def labels(self) -> list[int]:
         return [self.best_index(t) for t in self.tasks]
+
+    def soft_labels(self, temperature: float, tasks: Sequence[int] | None = None) -> np.ndarray:
+        """Per task, softmax(J / temperature) over the contexts."""
+        rows = []
+        for t in self.tasks if tasks is None else tasks:
+            values = np.array([self.scores[(t, c)].objective for c in self.context_ids])
+            weights = np.exp((values - values.max()) / temperature)
+            rows.append(weights / weights.sum())
+        return np.stack(rows)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -32,6 +32,10 @@ class SelectorConfig:
     loss_target: float = 1e-3
     max_iterations: int = 20_000
     seed: int = 0
+    # "hard": the paper's argmax labels; "soft": a softmax over each task's objectives with
+    # this temperature (objective units), so near-ties share the label mass.
+    labels: str = "hard"
+    temperature: float = 5.0
 
     @staticmethod
     def from_mapping(data: dict[str, Any]) -> SelectorConfig:
@@ -42,7 +46,12 @@ class SelectorConfig:
         for key in ("hidden", "conv_hidden"):
             if key in values:
                 values[key] = tuple(int(v) for v in values[key])
-        return SelectorConfig(**values)
+        cfg = SelectorConfig(**values)
+        if cfg.labels not in ("hard", "soft"):
+            raise CampError(f"selector.labels must be 'hard' or 'soft', got {cfg.labels!r}")
+        if cfg.temperature <= 0:
+            raise CampError("selector.temperature must be positive")
+        return cfg
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -108,15 +117,29 @@ class ContextSelector:
         return torch.from_numpy((arr - self.mean) / self.std)
 
     def fit(self, x: np.ndarray, labels: np.ndarray) -> TrainingReport:
-        """Full-batch Adam on cross-entropy until the loss target or the iteration cap."""
+        """Full-batch Adam on cross-entropy until the loss target or the iteration cap.
+
+        ``labels`` are class indices (the paper's hard labels) or, as a 2-D array, target
+        distributions over the contexts (soft labels). With soft labels the stopping rule
+        uses the KL divergence (cross-entropy minus the targets' entropy), which can reach
+        the loss target where the cross-entropy itself cannot."""
         arr = np.asarray(x, dtype=np.float32)
         if len(self.input_shape) == 1:
             self.mean = arr.mean(axis=0)
             self.std = np.maximum(arr.std(axis=0), 1e-6).astype(np.float32)
         inputs = self._prepare(arr)
-        targets = torch.as_tensor(np.asarray(labels), dtype=torch.long)
-        if targets.min() < 0 or targets.max() >= self.n_contexts:
-            raise CampError("labels must index the context list")
+        raw = np.asarray(labels)
+        floor = 0.0
+        if raw.ndim == 2:
+            if raw.shape != (len(arr), self.n_contexts) or not np.allclose(raw.sum(axis=1), 1):
+                raise CampError("soft labels must be one distribution over contexts per task")
+            targets = torch.as_tensor(raw, dtype=torch.float32)
+            nonzero = raw[raw > 0]
+            floor = float(-(nonzero * np.log(nonzero)).sum() / len(raw))
+        else:
+            targets = torch.as_tensor(raw, dtype=torch.long)
+            if targets.min() < 0 or targets.max() >= self.n_contexts:
+                raise CampError("labels must index the context list")
         torch.manual_seed(self.cfg.seed)
         # CPU kernels of these layers are deterministic; seeding makes the run repeatable.
         with torch.random.fork_rng():
@@ -131,7 +154,7 @@ class ContextSelector:
                 loss = loss_fn(self.net(inputs), targets)
                 loss.backward()
                 optimiser.step()
-                loss_value = float(loss.item())
+                loss_value = float(loss.item()) - floor
                 if loss_value <= self.cfg.loss_target:
                     break
         self.net.eval()

@@ -41,13 +41,38 @@ def relabel(matrix: ScoreMatrix, lam: float, tasks: Sequence[int]) -> list[int]:
     return out
 
 
+def soft_relabel(
+    matrix: ScoreMatrix, lam: float, tasks: Sequence[int], temperature: float
+) -> np.ndarray:
+    """Per task, softmax((return − λ·time) / temperature) over the contexts."""
+    rows = []
+    for t in tasks:
+        values = np.array(
+            [
+                matrix.get(t, c).discounted_return - lam * matrix.get(t, c).compute_time_s
+                for c in matrix.context_ids
+            ]
+        )
+        weights = np.exp((values - values.max()) / temperature)
+        rows.append(weights / weights.sum())
+    return np.stack(rows)
+
+
 def _camp_on_test(
-    pipe: Pipeline, planner: str, labels: list[int], tasks: Sequence[int], seed: int
+    pipe: Pipeline,
+    planner: str,
+    matrix: ScoreMatrix,
+    lam: float,
+    tasks: Sequence[int],
+    seed: int,
 ) -> dict[str, float]:
     features = np.stack([pipe.domain.features(pipe.task("train", t)) for t in tasks])
     cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": seed})
     selector = ContextSelector(tuple(features.shape[1:]), len(pipe.space), cfg)
-    selector.fit(features, np.asarray(labels))
+    if cfg.labels == "soft":
+        selector.fit(features, soft_relabel(matrix, lam, tasks, cfg.temperature))
+    else:
+        selector.fit(features, np.asarray(relabel(matrix, lam, tasks)))
     csis = {c.id: r for c in pipe.space if (r := pipe.store.cached(c)) is not None}
     bundle = Bundle(pipe.domain.name, pipe.domain.version, pipe.space, csis, selector, {})
     method = CampMethod(bundle)
@@ -89,14 +114,12 @@ def sweep(
             if kind == "lambda":
                 run.config["lambda"][planner] = float(v)
                 tasks = matrix.tasks
-                labels = relabel(matrix, float(v), tasks)
             else:
                 n = int(v)
                 if not 1 <= n <= len(matrix.tasks):
                     raise CampError(f"training-set size {n} outside 1..{len(matrix.tasks)}")
                 tasks = matrix.tasks[:n]
-                labels = relabel(matrix, pipe.lam(planner), tasks)
-            points[v].append(_camp_on_test(run, planner, labels, tasks, k))
+            points[v].append(_camp_on_test(run, planner, matrix, run.lam(planner), tasks, k))
     summary = {
         "kind": kind,
         "planner": planner,

@@ -72,12 +72,15 @@ def score_split(
     pipe.planner_settings(planner)  # fail fast on an unknown planner
     learn_all_csis(pipe, progress)
     config_json = json.dumps(pipe.config, sort_keys=True, default=str)
+    # Scores depend on everything but the selector's settings: retuning the selector must
+    # not throw away hours of scoring.
+    scoring_config = {k: v for k, v in pipe.config.items() if k != "selector"}
     n_tasks = len(pipe.tasks(split))
     ids = [c.id for c in contexts]
     key = {
         "domain": pipe.domain.name,
         "version": pipe.domain.version,
-        "config": config_json,
+        "config": json.dumps(scoring_config, sort_keys=True, default=str),
         "planner": planner,
         "split": split,
         "seed": seed,
@@ -123,7 +126,8 @@ def train(
     features = np.stack([pipe.domain.features(t) for t in pipe.tasks("train")])
     cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": seed})
     selector = ContextSelector(tuple(features.shape[1:]), len(contexts), cfg)
-    report = selector.fit(features, np.asarray(labels))
+    targets = matrix.soft_labels(cfg.temperature) if cfg.labels == "soft" else np.asarray(labels)
+    report = selector.fit(features, targets)
     counts = Counter(contexts[i].name for i in labels)
     out_dir = artifacts / pipe.domain.name / planner / f"seed{seed}"
     bundle = Bundle(

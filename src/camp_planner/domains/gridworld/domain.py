@@ -56,6 +56,8 @@ class GridworldDomain(Domain):
                 "learning_rate": 1e-4,
                 "loss_target": 1e-3,
                 "max_iterations": 20000,
+                "labels": "soft",
+                "temperature": 5.0,
             },
             "timeout_s": 60.0,
             "lambda": {"mcts": 0.0, "bfs_replan": 100.0, "vi": 100.0},
