@@ -103,3 +103,18 @@ def test_soft_labels_train_to_the_target_distribution() -> None:
         sel.fit(x, targets[:, :3])
     with pytest.raises(CampError, match="labels"):
         SelectorConfig.from_mapping({"labels": "fuzzy"})
+
+
+def test_multilabel_selector_scores_each_context_independently() -> None:
+    x, y = _vector_data()
+    targets = np.zeros((len(y), 4), dtype=np.float32)
+    targets[np.arange(len(y)), y] = 1.0
+    targets[:, 3] = 1.0  # context 3 is near-best everywhere
+    cfg = SelectorConfig(learning_rate=1e-2, max_iterations=3000, seed=1, labels="multilabel")
+    sel = ContextSelector((4,), 4, cfg)
+    sel.fit(x, targets)
+    probs = sel.predict_proba(x)
+    assert (probs[:, 3] > 0.9).all()
+    assert ((probs > 0.5) == (targets > 0.5)).mean() > 0.95
+    with pytest.raises(CampError, match="multilabel"):
+        sel.fit(x, targets * 0.5)

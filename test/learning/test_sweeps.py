@@ -45,16 +45,17 @@ def test_tiny_sweeps_write_plots(tmp_path: Path) -> None:
     assert main(["sweep", "train-size", "--values", "9", *common]) == 2
 
 
-def test_soft_labels_share_mass_between_near_ties() -> None:
-    from camp_planner.learning.sweeps import soft_relabel
-
+def test_soft_and_multilabel_targets_share_near_ties() -> None:
     scores = {
         (0, "a"): Score(0, "a", 89.0, 89.0, 0.0, True, "goal"),
         (0, "b"): Score(0, "b", 88.5, 88.5, 0.0, True, "goal"),
         (0, "c"): Score(0, "c", 0.0, 0.0, 0.0, False, "no_plan"),
     }
     matrix = ScoreMatrix([0], ["a", "b", "c"], scores)
-    soft = matrix.soft_labels(5.0)
+    soft = matrix.targets("soft", 5.0)
     assert soft.shape == (1, 3) and soft.sum() == pytest.approx(1.0)
     assert soft[0, 0] > soft[0, 1] > 0.4 and soft[0, 2] < 1e-6
-    assert soft_relabel(matrix, 0.0, [0], 5.0) == pytest.approx(soft)
+    assert matrix.targets("soft", 5.0, lam=0.0) == pytest.approx(soft)
+    assert matrix.targets("multilabel", 1.0).tolist() == [[1.0, 1.0, 0.0]]
+    assert matrix.targets("multilabel", 0.1).tolist() == [[1.0, 0.0, 0.0]]
+    assert matrix.targets("hard", 5.0).tolist() == [0]

@@ -107,14 +107,30 @@ class ScoreMatrix:
     def labels(self) -> list[int]:
         return [self.best_index(t) for t in self.tasks]
 
-    def soft_labels(self, temperature: float, tasks: Sequence[int] | None = None) -> np.ndarray:
-        """Per task, softmax(J / temperature) over the contexts."""
+    def targets(
+        self,
+        kind: str,
+        temperature: float,
+        lam: float | None = None,
+        tasks: Sequence[int] | None = None,
+    ) -> np.ndarray:
+        """Selector targets of ``kind`` (hard, soft, multilabel) for ``tasks`` (default all);
+        ``lam`` re-weighs compute time (None: the objective as scored)."""
         rows = []
         for t in self.tasks if tasks is None else tasks:
-            values = np.array([self.scores[(t, c)].objective for c in self.context_ids])
-            weights = np.exp((values - values.max()) / temperature)
-            rows.append(weights / weights.sum())
-        return np.stack(rows)
+            values = np.array([self._value(t, c, lam) for c in self.context_ids])
+            if kind == "hard":
+                rows.append(int(max(range(len(values)), key=lambda i: (values[i], -i))))
+            elif kind == "multilabel":
+                rows.append((values >= values.max() - temperature).astype(np.float32))
+            else:
+                weights = np.exp((values - values.max()) / temperature)
+                rows.append(weights / weights.sum())
+        return np.asarray(rows) if kind == "hard" else np.stack(rows)
+
+    def _value(self, task: int, context_id: str, lam: float | None) -> float:
+        s = self.scores[(task, context_id)]
+        return s.objective if lam is None else s.discounted_return - lam * s.compute_time_s
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -19,6 +19,8 @@ from torch import nn
 
 from camp_planner.core.errors import CampError
 
+LABEL_KINDS = ("hard", "soft", "multilabel")
+
 
 @dataclass(frozen=True)
 class SelectorConfig:
@@ -33,7 +35,10 @@ class SelectorConfig:
     max_iterations: int = 20_000
     seed: int = 0
     # "hard": the paper's argmax labels; "soft": a softmax over each task's objectives with
-    # this temperature (objective units), so near-ties share the label mass.
+    # this temperature (objective units), so near-ties share the label mass; "multilabel":
+    # one sigmoid per context, trained on "this context is within `temperature` of the best"
+    # (every context of every task is a training signal; selection picks the context most
+    # likely to be near-best).
     labels: str = "hard"
     temperature: float = 5.0
 
@@ -47,8 +52,10 @@ class SelectorConfig:
             if key in values:
                 values[key] = tuple(int(v) for v in values[key])
         cfg = SelectorConfig(**values)
-        if cfg.labels not in ("hard", "soft"):
-            raise CampError(f"selector.labels must be 'hard' or 'soft', got {cfg.labels!r}")
+        if cfg.labels not in LABEL_KINDS:
+            raise CampError(
+                f"selector.labels must be one of {', '.join(LABEL_KINDS)}, got {cfg.labels!r}"
+            )
         if cfg.temperature <= 0:
             raise CampError("selector.temperature must be positive")
         return cfg
@@ -130,7 +137,13 @@ class ContextSelector:
         inputs = self._prepare(arr)
         raw = np.asarray(labels)
         floor = 0.0
-        if raw.ndim == 2:
+        loss_fn: nn.Module = nn.CrossEntropyLoss()
+        if self.cfg.labels == "multilabel":
+            if raw.shape != (len(arr), self.n_contexts) or not np.isin(raw, (0, 1)).all():
+                raise CampError("multilabel targets must be 0/1, one row of contexts per task")
+            targets = torch.as_tensor(raw, dtype=torch.float32)
+            loss_fn = nn.BCEWithLogitsLoss()
+        elif raw.ndim == 2:
             if raw.shape != (len(arr), self.n_contexts) or not np.allclose(raw.sum(axis=1), 1):
                 raise CampError("soft labels must be one distribution over contexts per task")
             targets = torch.as_tensor(raw, dtype=torch.float32)
@@ -144,7 +157,6 @@ class ContextSelector:
         # CPU kernels of these layers are deterministic; seeding makes the run repeatable.
         with torch.random.fork_rng():
             optimiser = torch.optim.Adam(self.net.parameters(), lr=self.cfg.learning_rate)
-            loss_fn = nn.CrossEntropyLoss()
             self.net.train()
             loss_value = float("inf")
             iteration = 0
@@ -161,9 +173,12 @@ class ContextSelector:
         return TrainingReport(iteration, loss_value, loss_value <= self.cfg.loss_target)
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
-        """Context probabilities for a batch of feature arrays."""
+        """Context probabilities for a batch of feature arrays (for multilabel selectors, each
+        context's probability of being near-best, which need not sum to one)."""
         with torch.no_grad():
             logits = self.net(self._prepare(x))
+            if self.cfg.labels == "multilabel":
+                return torch.sigmoid(logits).numpy()
             return torch.softmax(logits, dim=1).numpy()
 
     def ranked(self, features: np.ndarray) -> list[tuple[int, float]]:

@@ -31,31 +31,7 @@ from camp_planner.workflow import Pipeline
 
 def relabel(matrix: ScoreMatrix, lam: float, tasks: Sequence[int]) -> list[int]:
     """Best context index per task under objective return − λ·compute time."""
-    out = []
-    for t in tasks:
-        values = [
-            matrix.get(t, c).discounted_return - lam * matrix.get(t, c).compute_time_s
-            for c in matrix.context_ids
-        ]
-        out.append(max(range(len(values)), key=lambda i: (values[i], -i)))
-    return out
-
-
-def soft_relabel(
-    matrix: ScoreMatrix, lam: float, tasks: Sequence[int], temperature: float
-) -> np.ndarray:
-    """Per task, softmax((return − λ·time) / temperature) over the contexts."""
-    rows = []
-    for t in tasks:
-        values = np.array(
-            [
-                matrix.get(t, c).discounted_return - lam * matrix.get(t, c).compute_time_s
-                for c in matrix.context_ids
-            ]
-        )
-        weights = np.exp((values - values.max()) / temperature)
-        rows.append(weights / weights.sum())
-    return np.stack(rows)
+    return [int(i) for i in matrix.targets("hard", 1.0, lam, tasks)]
 
 
 def _camp_on_test(
@@ -69,10 +45,7 @@ def _camp_on_test(
     features = np.stack([pipe.domain.features(pipe.task("train", t)) for t in tasks])
     cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": seed})
     selector = ContextSelector(tuple(features.shape[1:]), len(pipe.space), cfg)
-    if cfg.labels == "soft":
-        selector.fit(features, soft_relabel(matrix, lam, tasks, cfg.temperature))
-    else:
-        selector.fit(features, np.asarray(relabel(matrix, lam, tasks)))
+    selector.fit(features, matrix.targets(cfg.labels, cfg.temperature, lam, tasks))
     csis = {c.id: r for c in pipe.space if (r := pipe.store.cached(c)) is not None}
     bundle = Bundle(pipe.domain.name, pipe.domain.version, pipe.space, csis, selector, {})
     method = CampMethod(bundle)

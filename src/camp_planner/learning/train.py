@@ -126,8 +126,7 @@ def train(
     features = np.stack([pipe.domain.features(t) for t in pipe.tasks("train")])
     cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": seed})
     selector = ContextSelector(tuple(features.shape[1:]), len(contexts), cfg)
-    targets = matrix.soft_labels(cfg.temperature) if cfg.labels == "soft" else np.asarray(labels)
-    report = selector.fit(features, targets)
+    report = selector.fit(features, matrix.targets(cfg.labels, cfg.temperature))
     counts = Counter(contexts[i].name for i in labels)
     out_dir = artifacts / pipe.domain.name / planner / f"seed{seed}"
     bundle = Bundle(

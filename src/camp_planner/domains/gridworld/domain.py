@@ -56,7 +56,7 @@ class GridworldDomain(Domain):
                 "learning_rate": 1e-4,
                 "loss_target": 1e-3,
                 "max_iterations": 20000,
-                "labels": "soft",
+                "labels": "multilabel",
                 "temperature": 5.0,
             },
             "timeout_s": 60.0,
