@@ -260,7 +260,9 @@ class PolicyLearning(Method):
         if not xs:
             raise CampError("no training trajectories to imitate")
         self.actions = list(vocab)
-        cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": data.seed})
+        # The paper's network and optimiser; imitation targets are always single actions.
+        settings = {**pipe.config["selector"], "seed": data.seed, "labels": "hard"}
+        cfg = SelectorConfig.from_mapping(settings)
         self.net = ContextSelector((len(xs[0]),), len(self.actions), cfg)
         self.net.fit(np.stack(xs), np.asarray(ys))
 
