@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from camp_planner.core.context import Context, Term
-from camp_planner.core.errors import CampError
+from camp_planner.core.errors import CampError, reject_unknown
 from camp_planner.core.mdp import FactoredMDP, Variable
 
 
@@ -35,10 +35,7 @@ class ContextSpaceSpec:
 
     @staticmethod
     def from_mapping(data: Mapping[str, Any]) -> ContextSpaceSpec:
-        known = set(ContextSpaceSpec.__dataclass_fields__)
-        unknown = set(data) - known
-        if unknown:
-            raise CampError(f"unknown context-space settings: {', '.join(sorted(unknown))}")
+        reject_unknown(data, ContextSpaceSpec.__dataclass_fields__, "context-space")
         values = dict(data)
         if values.get("variables") is not None:
             values["variables"] = tuple(values["variables"])

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from camp_planner.core.context import Context
-from camp_planner.core.errors import CampError
+from camp_planner.core.errors import CampError, reject_unknown
 from camp_planner.core.mdp import Action, FactoredMDP, State
 
 Marginals = list[dict[Hashable, float]]
@@ -39,9 +39,7 @@ class CSIConfig:
 
     @staticmethod
     def from_mapping(data: Mapping[str, Any]) -> CSIConfig:
-        unknown = set(data) - set(CSIConfig.__dataclass_fields__)
-        if unknown:
-            raise CampError(f"unknown CSI settings: {', '.join(sorted(unknown))}")
+        reject_unknown(data, CSIConfig.__dataclass_fields__, "CSI")
         cfg = CSIConfig(**data)
         if cfg.k1 < 1 or cfg.k2 < 1 or cfg.samples_per_test < 1:
             raise CampError("CSI budgets k1, k2 and samples_per_test must be positive")

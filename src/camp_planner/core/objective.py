@@ -114,7 +114,7 @@ def run_with_fallbacks(
     stages = {"setup": 0.0, "prepare": 0.0, "act": 0.0}
     outcome = "horizon"
 
-    current = _take(chain)
+    current = next(chain, None)
     while current is not None:
         used.append(current.label)
         compute += current.setup_time_s
@@ -145,14 +145,12 @@ def run_with_fallbacks(
             t += 1
         if outcome == "horizon" or t >= mdp.horizon or mdp.is_terminal(state):
             break
-        current = _take(chain)
+        current = next(chain, None)
         if current is not None:
             fallbacks += 1
 
     if mdp.is_terminal(state):
         outcome = "goal" if mdp.is_goal(state) else "terminal"
-    elif outcome == "horizon" and t < mdp.horizon:
-        outcome = "horizon"
     return EpisodeResult(
         discounted_return=ret,
         objective=objective(ret, compute, lam),
@@ -172,10 +170,6 @@ def run_with_fallbacks(
 
 def _plan_mdp(mdp: FactoredMDP, attempt: Attempt) -> FactoredMDP:
     return attempt.camp if attempt.camp is not None else mdp
-
-
-def _take(chain: Iterator[Attempt]) -> Attempt | None:
-    return next(chain, None)
 
 
 def _prepare(attempt: Attempt, mdp: FactoredMDP, deadline: Deadline) -> tuple[str | None, float]:

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from camp_planner.core.errors import CampError
+from camp_planner.core.errors import CampError, reject_unknown
 
 LABEL_KINDS = ("hard", "soft", "multilabel")
 
@@ -44,9 +44,7 @@ class SelectorConfig:
 
     @staticmethod
     def from_mapping(data: dict[str, Any]) -> SelectorConfig:
-        unknown = set(data) - set(SelectorConfig.__dataclass_fields__)
-        if unknown:
-            raise CampError(f"unknown selector settings: {', '.join(sorted(unknown))}")
+        reject_unknown(data, SelectorConfig.__dataclass_fields__, "selector")
         values = dict(data)
         for key in ("hidden", "conv_hidden"):
             if key in values:
