@@ -303,7 +303,7 @@ def _select(args: argparse.Namespace) -> int:
     mdp = pipe.domain.make_mdp(task, pipe.config)
     method = CampMethod(bundle)
     t0 = time.perf_counter()
-    ranked = method.ranked_contexts(pipe, task)
+    ranked, screened = method.selection(pipe, task)
     latency = time.perf_counter() - t0
     rows: list[dict[str, Any]] = []
     for context, prob in ranked[: max(1, args.top)]:
@@ -317,7 +317,13 @@ def _select(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        print(json.dumps({"bundle": str(path), "latency_s": latency, "ranked": rows}))
+        payload = {
+            "bundle": str(path),
+            "latency_s": latency,
+            "ranked": rows,
+            "screened_out": [{"id": c.id, "name": c.name} for c in screened],
+        }
+        print(json.dumps(payload))
         return 0
     print(f"selector {path} on {args.split} task {args.task} ({latency * 1000:.1f} ms):")
     for r in rows:
@@ -325,6 +331,8 @@ def _select(args: argparse.Namespace) -> int:
             f"  p={r['probability']:.3f}  {r['id']:<10} {r['name']:<34} "
             f"drops {len(r['dropped_variables'])} variables"
         )
+    if screened:
+        print(f"  ({len(screened)} contexts screened out: their rooms cannot join start and goal)")
     return 0
 
 

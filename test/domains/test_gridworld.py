@@ -10,6 +10,7 @@ from camp_planner.core.context import Context
 from camp_planner.domains.base import RenderPanel
 from camp_planner.domains.gridworld.domain import GridworldDomain
 from camp_planner.domains.gridworld.mdp import ABSENT, REMOVED
+from camp_planner.domains.gridworld.world import GridworldTask
 
 D = GridworldDomain()
 CFG = D.default_config()
@@ -106,3 +107,33 @@ def test_render_writes_a_png(tmp_path: Path) -> None:
     out = tmp_path / "r.png"
     D.render(task, [RenderPanel("u", Context.universal(), None, None)], out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _cells_reach_goal(task: GridworldTask, allowed: frozenset[int]) -> bool:
+    """Cell-level reachability within the allowed rooms (independent of the room graph)."""
+    if task.room_of(task.start) not in allowed:
+        return False
+    seen, queue = {task.start}, deque([task.start])
+    while queue:
+        r, c = queue.popleft()
+        for nb in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+            if nb not in seen and task.passable((r, c), nb) and task.room_of(nb) in allowed:
+                seen.add(nb)
+                queue.append(nb)
+    return task.goal in seen
+
+
+def test_room_screening_agrees_with_cell_level_reachability(tmp_path: Path) -> None:
+    from camp_planner.workflow import Pipeline
+
+    space = Pipeline.create("gridworld", None, tmp_path).space
+    assert len(space) == 46  # universal + "avoid one room" (9) + "avoid two rooms" (36)
+    rejected = 0
+    for task in D.make_tasks(CFG, "test"):
+        graph = D.region_graph(task)
+        for context in space:
+            allowed = graph.allowed_regions(context)
+            expected = True if allowed is None else _cells_reach_goal(task, allowed)
+            assert graph.can_reach_goal(context) == expected, (task.seed, context.name)
+            rejected += not expected
+    assert rejected > 0  # the check is exercised, not vacuous

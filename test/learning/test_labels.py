@@ -41,6 +41,9 @@ def test_checkpoint_drops_only_a_torn_last_line(tmp_path: Path) -> None:
     with cp.path.open("a") as handle:
         handle.write('{"task": 1, "context_')  # killed mid-write
     assert cp.load() == {(0, "universal"): s}
+    t = Score(1, "universal", 3.0, 3.0, 0.1, True, "goal")
+    cp.append(t)  # the torn line is gone: the new record starts on a clean line
+    assert cp.load() == {(0, "universal"): s, (1, "universal"): t}
     cp.path.write_text("garbage\n" + json.dumps(s.to_json()) + "\n")
     with pytest.raises(CampError, match="corrupt"):
         cp.load()

@@ -24,12 +24,28 @@ def test_a_failing_first_choice_falls_back_to_the_next_ranked_context(tmp_path: 
     bad = Context("disjunction", tuple(Term("agent_room", r) for r in range(1, 9)))
     space = ContextSpace((Context.universal(), bad))
     features = np.stack([pipe.domain.features(t) for t in pipe.tasks("train")[:4]])
-    selector = ContextSelector(features.shape[1:], 2, SelectorConfig(learning_rate=1e-2))
+    cfg = SelectorConfig(learning_rate=1e-2, screen=False)
+    selector = ContextSelector(features.shape[1:], 2, cfg)
     selector.fit(features, np.ones(4, dtype=int))  # always "bad"
     bundle = Bundle("gridworld", "2", space, {bad.id: pipe.store.get(bad)}, selector, {})
     score = CampMethod(bundle).evaluate(pipe, "bfs_replan", 0, seed=0)
     assert score.context_id == bad.id
     assert score.fallbacks == 1 and score.success
+
+
+def test_screening_skips_a_context_that_cannot_reach_the_goal(tmp_path: Path) -> None:
+    pipe = _pipe(tmp_path)
+    bad = Context("disjunction", tuple(Term("agent_room", r) for r in range(1, 9)))
+    space = ContextSpace((Context.universal(), bad))
+    features = np.stack([pipe.domain.features(t) for t in pipe.tasks("train")[:4]])
+    selector = ContextSelector(features.shape[1:], 2, SelectorConfig(learning_rate=1e-2))
+    selector.fit(features, np.ones(4, dtype=int))  # always "bad"
+    bundle = Bundle("gridworld", "2", space, {bad.id: pipe.store.get(bad)}, selector, {})
+    method = CampMethod(bundle)
+    kept, screened = method.selection(pipe, pipe.task("test", 0))
+    assert [c for c, _ in kept] == [Context.universal()] and screened == [bad]
+    score = method.evaluate(pipe, "bfs_replan", 0, seed=0)
+    assert score.context_id == "universal" and score.fallbacks == 0 and score.success
 
 
 def test_state_encoder_is_one_hot_per_variable(tmp_path: Path) -> None:

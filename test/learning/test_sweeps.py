@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,19 @@ def test_tiny_sweeps_write_plots(tmp_path: Path) -> None:
     for kind in ("lambda", "train-size"):
         assert (tmp_path / "out" / f"sweep-{kind}.png").read_bytes()[:4] == b"\x89PNG"
     assert main(["sweep", "train-size", "--values", "9", *common]) == 2
+
+    # Every point is checkpointed: a rerun with one more value computes only that point, and
+    # a line cut short by a kill is recomputed, not an error.
+    (ckpt,) = (tmp_path / "a" / "gridworld" / "bfs_replan" / "sweeps").glob("lambda-*.jsonl")
+    assert len(ckpt.read_text().splitlines()) == 2
+    ckpt.write_text(ckpt.read_text() + '{"seed": 0, "value": 5')
+    assert main(["sweep", "lambda", "--values", "0", "1000", "10", *common]) == 0
+    rows = [json.loads(line) for line in ckpt.read_text().splitlines()]
+    assert sorted(r["value"] for r in rows) == [0.0, 10.0, 1000.0]
+    summary = json.loads((tmp_path / "out" / "sweep-lambda.json").read_text())
+    assert [p["value"] for p in summary["points"]] == [0.0, 1000.0, 10.0]
+    ckpt.write_text("not json\n")
+    assert main(["sweep", "lambda", "--values", "0", *common]) == 2
 
 
 def test_soft_and_multilabel_targets_share_near_ties() -> None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from camp_planner.core.camp import CAMP
 from camp_planner.core.context import Context
+from camp_planner.core.feasibility import RegionGraph
 from camp_planner.core.mdp import FactoredMDP
 from camp_planner.core.objective import EpisodeResult
 
@@ -47,6 +48,11 @@ class Domain(ABC):
     @abstractmethod
     def features(self, task: Any) -> np.ndarray:
         """θ = φ(s0, R): the task features the context selector sees."""
+
+    def region_graph(self, task: Any) -> RegionGraph | None:
+        """The task's map of regions (rooms and their doors), if the domain has one; the
+        selector uses it to skip contexts that cannot reach the goal."""
+        return None
 
     @abstractmethod
     def render(self, task: Any, panels: Sequence[RenderPanel], path: Path) -> None:

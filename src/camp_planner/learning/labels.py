@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -19,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from camp_planner.core.errors import CampError
 from camp_planner.core.objective import EpisodeResult
 from camp_planner.learning.executor import Executor
+from camp_planner.learning.jsonl import append_record, corrupt, read_records
 
 PURE = "pure"
 
@@ -148,32 +147,16 @@ class Checkpoint:
 
     def load(self) -> dict[tuple[int, str], Score]:
         found: dict[tuple[int, str], Score] = {}
-        if not self.path.exists():
-            return found
-        with self.path.open() as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    score = Score.from_json(json.loads(line))
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                    # A line cut short by a kill mid-write is the only expected damage: drop it
-                    # (the job reruns); anything else is a corrupt file.
-                    if not line.endswith("\n"):
-                        continue
-                    raise CampError(
-                        f"checkpoint {self.path} line {number} is corrupt; delete the file to "
-                        "rescore"
-                    ) from None
-                found[(score.task, score.context_id)] = score
+        for number, row in read_records(self.path):
+            try:
+                score = Score.from_json(row)
+            except (KeyError, TypeError, ValueError):
+                raise corrupt(self.path, number) from None
+            found[(score.task, score.context_id)] = score
         return found
 
     def append(self, score: Score) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as handle:
-            handle.write(json.dumps(score.to_json()) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_record(self.path, score.to_json())
 
 
 def checkpoint_path(artifacts: Path, domain: str, key: Mapping[str, Any]) -> Path:

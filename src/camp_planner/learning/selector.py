@@ -21,6 +21,11 @@ from camp_planner.core.errors import CampError, reject_unknown
 
 LABEL_KINDS = ("hard", "soft", "multilabel")
 
+# These networks are tiny: a second intra-op thread only adds synchronisation, and when the
+# other core is busy (a planner, a parallel scorer) it stalls a 0.5 ms forward pass to 10+ ms,
+# which the objective charges to the selector.
+torch.set_num_threads(1)
+
 
 @dataclass(frozen=True)
 class SelectorConfig:
@@ -41,6 +46,10 @@ class SelectorConfig:
     # likely to be near-best).
     labels: str = "hard"
     temperature: float = 5.0
+    # Skip contexts whose allowed regions cannot join start and goal on the task's map (see
+    # core/feasibility.py) before taking the most probable one; a no-op for domains
+    # without a region graph.
+    screen: bool = True
 
     @staticmethod
     def from_mapping(data: dict[str, Any]) -> SelectorConfig:

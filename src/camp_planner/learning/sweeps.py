@@ -11,8 +11,11 @@ Each point is averaged over seeds (mean ± std across seeds).
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import statistics
+import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ import numpy as np
 from camp_planner.core.errors import CampError
 from camp_planner.learning.bundle import Bundle
 from camp_planner.learning.evaluate import seed_pipeline
+from camp_planner.learning.jsonl import append_record, corrupt, read_records
 from camp_planner.learning.labels import ScoreMatrix
 from camp_planner.learning.methods import CampMethod
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
@@ -58,6 +62,47 @@ def _camp_on_test(
     }
 
 
+class PointCheckpoint:
+    """Finished sweep points, one JSON line each, keyed by (seed, value); a point that was
+    cut short by a kill is simply recomputed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> dict[tuple[int, float], dict[str, float]]:
+        found: dict[tuple[int, float], dict[str, float]] = {}
+        for number, row in read_records(self.path):
+            try:
+                found[(int(row["seed"]), float(row["value"]))] = {
+                    m: float(row[m]) for m in POINT_METRICS
+                }
+            except (KeyError, TypeError, ValueError):
+                raise corrupt(self.path, number) from None
+        return found
+
+    def append(self, seed: int, value: float, point: dict[str, float]) -> None:
+        append_record(self.path, {"seed": seed, "value": value, **point})
+
+
+POINT_METRICS = ("objective", "return", "compute_time_s", "success")
+
+
+def _checkpoint(base: Pipeline, artifacts: Path, kind: str, planner: str) -> PointCheckpoint:
+    key = json.dumps(
+        {"kind": kind, "planner": planner, "config": base.config, "format": SWEEP_FORMAT},
+        sort_keys=True,
+        default=str,
+    )
+    digest = hashlib.sha1(key.encode()).hexdigest()[:12]
+    return PointCheckpoint(
+        artifacts / base.domain.name / planner / "sweeps" / f"{kind}-{digest}.jsonl"
+    )
+
+
+# Bump when what a sweep point measures changes, so stale checkpoints are not reused.
+SWEEP_FORMAT = 1
+
+
 def sweep(
     kind: str,
     base: Pipeline,
@@ -69,30 +114,56 @@ def sweep(
     out_dir: Path,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Run a ``lambda`` or ``train-size`` sweep; write ``sweep-<kind>.json`` and ``.png``."""
+    """Run a ``lambda`` or ``train-size`` sweep; write ``sweep-<kind>.json`` and ``.png``.
+
+    Every finished (seed, value) point is checkpointed, so a rerun after an interruption
+    only computes the points that are missing; one line per point goes to stderr."""
     if kind not in ("lambda", "train-size"):
         raise CampError(f"unknown sweep '{kind}'; choose lambda or train-size")
     if not values:
         raise CampError("give at least one value to sweep")
+    values = [float(v) for v in values]
+    checkpoint = _checkpoint(base, artifacts, kind, planner)
+    done = checkpoint.load()
     points: dict[float, list[dict[str, float]]] = {v: [] for v in values}
+    total = seeds * len(values)
+    finished = sum((k, v) in done for k in range(seeds) for v in values)
+    started = time.perf_counter()
+    computed = 0
+    if progress and finished:
+        _say(f"sweep {kind}: {finished}/{total} points reused from {checkpoint.path}")
     for k in range(seeds):
-        pipe = seed_pipeline(base, artifacts, k)
-        learn_all_csis(pipe, progress)
-        matrix, _ = score_split(
-            pipe, artifacts, planner, "train", list(pipe.space), k, workers, progress
-        )
+        todo = [v for v in values if (k, v) not in done]
+        if todo:
+            pipe = seed_pipeline(base, artifacts, k)
+            learn_all_csis(pipe, progress)
+            matrix, _ = score_split(
+                pipe, artifacts, planner, "train", list(pipe.space), k, workers, progress
+            )
         for v in values:
-            run = copy.copy(pipe)
-            run.config = copy.deepcopy(pipe.config)
-            if kind == "lambda":
-                run.config["lambda"][planner] = float(v)
-                tasks = matrix.tasks
-            else:
-                n = int(v)
-                if not 1 <= n <= len(matrix.tasks):
-                    raise CampError(f"training-set size {n} outside 1..{len(matrix.tasks)}")
-                tasks = matrix.tasks[:n]
-            points[v].append(_camp_on_test(run, planner, matrix, run.lam(planner), tasks, k))
+            if (k, v) not in done:
+                run = copy.copy(pipe)
+                run.config = copy.deepcopy(pipe.config)
+                if kind == "lambda":
+                    run.config["lambda"][planner] = v
+                    tasks = matrix.tasks
+                else:
+                    n = int(v)
+                    if not 1 <= n <= len(matrix.tasks):
+                        raise CampError(f"training-set size {n} outside 1..{len(matrix.tasks)}")
+                    tasks = matrix.tasks[:n]
+                done[(k, v)] = _camp_on_test(run, planner, matrix, run.lam(planner), tasks, k)
+                checkpoint.append(k, v, done[(k, v)])
+                finished += 1
+                computed += 1
+                if progress:
+                    eta = (time.perf_counter() - started) / computed * (total - finished)
+                    _say(
+                        f"sweep {kind}: seed {k}, {kind} {v:g} → objective "
+                        f"{done[(k, v)]['objective']:.2f} ({finished}/{total} points, "
+                        f"ETA {eta / 60:.1f} min)"
+                    )
+            points[v].append(done[(k, v)])
     summary = {
         "kind": kind,
         "planner": planner,
@@ -105,7 +176,7 @@ def sweep(
                         "mean": statistics.fmean(p[m] for p in runs),
                         "std": statistics.pstdev([p[m] for p in runs]) if len(runs) > 1 else 0.0,
                     }
-                    for m in ("objective", "return", "compute_time_s", "success")
+                    for m in POINT_METRICS
                 },
             }
             for v, runs in points.items()
@@ -115,6 +186,10 @@ def sweep(
     (out_dir / f"sweep-{kind}.json").write_text(json.dumps(summary, indent=1))
     _plot(summary, out_dir / f"sweep-{kind}.png", base.domain.name)
     return summary
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def _plot(summary: dict[str, Any], path: Path, domain: str) -> None:

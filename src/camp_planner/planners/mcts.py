@@ -2,7 +2,11 @@
 
 Only the simulator is used (``sample_next_state``, ``reward``, ``is_terminal``,
 ``applicable_actions``), so this planner works on any MDP, including those whose transition
-distribution cannot be enumerated. A fresh tree is grown at every :meth:`MCTS.act` call.
+distribution cannot be enumerated. Nodes are keyed by (state, time step), so paths that meet
+in the same state share statistics; by default the tree is kept from one :meth:`MCTS.act` to
+the next, so the search keeps what it learnt about the states the episode actually reaches.
+That is what lets an abstraction pay off in the search itself: the fewer distinct abstract
+states, the more trajectories meet, and the deeper the same budget reaches.
 """
 
 from __future__ import annotations
@@ -34,15 +38,16 @@ class _Node:
 
 
 class MCTS(Planner):
-    """UCT with random rollouts, a closed-loop tree keyed by ``(state, depth)`` and UCB1.
+    """UCT with random rollouts, a closed-loop tree keyed by ``(state, step)`` and UCB1.
 
     Settings:
         time_per_step: wall-clock seconds of search per :meth:`act` (``math.inf`` disables it).
         max_iterations: stop after this many iterations (``None``: no limit).
         exploration: the UCB1 constant, applied to returns normalised by their observed range,
             so the same value suits rewards of 1 and of 1000.
-        rollout_depth: total look-ahead (tree plus rollout) in steps; never more than the MDP's
+        rollout_depth: total look-ahead (tree plus rollout) in steps; never beyond the MDP's
             horizon, which is the default.
+        reuse_tree: keep the tree between steps (False: a fresh tree per step).
 
     After each :meth:`act`, ``last_iterations`` and ``last_tree_size`` describe the search.
     """
@@ -56,6 +61,7 @@ class MCTS(Planner):
         max_iterations: int | None = None,
         exploration: float = 1.0,
         rollout_depth: int | None = None,
+        reuse_tree: bool = True,
     ) -> None:
         super().__init__(seed)
         if not time_per_step > 0:
@@ -70,6 +76,7 @@ class MCTS(Planner):
         self.max_iterations = max_iterations
         self.exploration = exploration
         self.rollout_depth = rollout_depth
+        self.reuse_tree = bool(reuse_tree)
         self.last_iterations = 0
         self.last_tree_size = 0
         self._mdp: FactoredMDP | None = None
@@ -77,15 +84,20 @@ class MCTS(Planner):
         self._max_depth = 1
         self._lo = math.inf
         self._hi = -math.inf
+        self._step = 0
+        self._tree: dict[tuple[State, int], _Node] = {}
 
     def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
         deadline.check()
         self._mdp = mdp
         self._rng = random.Random(self.seed)
-        depth = mdp.horizon if self.rollout_depth is None else min(mdp.horizon, self.rollout_depth)
-        self._max_depth = max(1, depth)
+        self._max_depth = max(1, mdp.horizon)
         self.last_iterations = 0
         self.last_tree_size = 0
+        self._step = 0
+        self._tree = {}
+        self._lo = math.inf
+        self._hi = -math.inf
 
     def act(self, state: State, deadline: Deadline) -> Action:
         mdp = self._mdp
@@ -103,13 +115,23 @@ class MCTS(Planner):
             raise PlanningError("MCTS needs max_iterations, a finite time_per_step or a deadline")
         clock = deadline.clock
         stop = clock() + self.time_per_step
-        root = _Node(actions, self._rng)
-        tree: dict[tuple[State, int], _Node] = {(state, 0): root}
-        self._lo = math.inf
-        self._hi = -math.inf
+        step = self._step
+        self._step += 1
+        if self.reuse_tree:
+            # Nodes of earlier steps can never be reached again.
+            tree = {k: n for k, n in self._tree.items() if k[1] >= step}
+        else:
+            tree = {}
+            self._lo = math.inf
+            self._hi = -math.inf
+        self._tree = tree
+        root = tree.get((state, step))
+        if root is None:
+            root = tree[(state, step)] = _Node(actions, self._rng)
+        horizon = self._mdp_horizon_left(step)
         iterations = 0
         while True:
-            self._iterate(state, root, tree)
+            self._iterate(state, step, horizon, root, tree)
             iterations += 1
             if max_iterations is not None and iterations >= max_iterations:
                 break
@@ -128,18 +150,29 @@ class MCTS(Planner):
                 best, best_key = i, key
         return actions[best]
 
+    def _mdp_horizon_left(self, step: int) -> int:
+        """The last step (exclusive) this search looks ahead to from ``step``."""
+        end = self._max_depth
+        if self.rollout_depth is not None:
+            end = min(end, step + self.rollout_depth)
+        return max(end, step + 1)
+
     def _iterate(
-        self, root_state: State, root: _Node, tree: dict[tuple[State, int], _Node]
+        self,
+        root_state: State,
+        step: int,
+        max_depth: int,
+        root: _Node,
+        tree: dict[tuple[State, int], _Node],
     ) -> None:
         """One selection–expansion–rollout–backup pass from the root."""
         mdp = self._mdp
         assert mdp is not None
         rng = self._rng
-        max_depth = self._max_depth
         path: list[tuple[_Node, int, float]] = []
         state = root_state
         node = root
-        depth = 0
+        depth = step
         leaf_value = 0.0
         while True:
             i = node.untried.pop() if node.untried else self._select(node)
@@ -156,7 +189,7 @@ class MCTS(Planner):
                 child_actions = mdp.applicable_actions(state)
                 if child_actions:
                     tree[key] = _Node(child_actions, rng)
-                    leaf_value = self._rollout(state, depth)
+                    leaf_value = self._rollout(state, depth, max_depth)
                 break
             node = child
 
@@ -190,7 +223,7 @@ class MCTS(Planner):
                 best, best_score = i, score
         return best
 
-    def _rollout(self, state: State, depth: int) -> float:
+    def _rollout(self, state: State, depth: int, max_depth: int) -> float:
         """Discounted return of a uniformly random policy from ``state`` to the depth limit."""
         mdp = self._mdp
         assert mdp is not None
@@ -198,7 +231,7 @@ class MCTS(Planner):
         gamma = mdp.gamma
         total = 0.0
         discount = 1.0
-        for _ in range(depth, self._max_depth):
+        for _ in range(depth, max_depth):
             if mdp.is_terminal(state):
                 break
             actions = mdp.applicable_actions(state)

@@ -8,10 +8,16 @@ from typing import Any
 
 import numpy as np
 
+from camp_planner.core.feasibility import RegionGraph
 from camp_planner.core.mdp import FactoredMDP
 from camp_planner.domains.base import Domain, RenderPanel
 from camp_planner.domains.gridworld.mdp import GridworldMDP
-from camp_planner.domains.gridworld.world import GridworldSettings, GridworldTask, generate_task
+from camp_planner.domains.gridworld.world import (
+    N_ROOMS,
+    GridworldSettings,
+    GridworldTask,
+    generate_task,
+)
 
 # Train and test seeds come from disjoint ranges so no test task is ever trained on.
 _SPLIT_OFFSET = {"train": 0, "test": 1_000_000}
@@ -58,6 +64,7 @@ class GridworldDomain(Domain):
                 "max_iterations": 20000,
                 "labels": "multilabel",
                 "temperature": 5.0,
+                "screen": True,
             },
             "timeout_s": 60.0,
             "lambda": {"mcts": 0.0, "bfs_replan": 100.0, "vi": 100.0},
@@ -97,6 +104,18 @@ class GridworldDomain(Domain):
         img[2, 2 * task.start[0] + 1, 2 * task.start[1] + 1] = 1.0
         img[3, 2 * task.goal[0] + 1, 2 * task.goal[1] + 1] = 1.0
         return img
+
+    def region_graph(self, task: Any) -> RegionGraph:
+        """Rooms joined by doors; the agent starts in its start room, the goal's room ends."""
+        assert isinstance(task, GridworldTask)
+        edges = {(task.room_of(a), task.room_of(b)) for a, b in task.doors}
+        return RegionGraph.from_edges(
+            "agent_room",
+            range(N_ROOMS),
+            edges,
+            task.room_of(task.start),
+            [task.room_of(task.goal)],
+        )
 
     def render(self, task: Any, panels: Sequence[RenderPanel], path: Path) -> None:
         from camp_planner.domains.gridworld.render import render_panels
