@@ -11,7 +11,7 @@ setup(
     version="0.1.0",
     package_dir={"": "src"},
     packages=find_packages(where="src", include=["camp_planner", "camp_planner.*"]),
-    package_data={"camp_planner": ["py.typed"]},
+    package_data={"camp_planner": ["py.typed"], "camp_planner.domains.dinner": ["*.pddl"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

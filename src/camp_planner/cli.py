@@ -371,11 +371,12 @@ def _sweep(args: argparse.Namespace) -> int:
     summary = sweep(
         args.kind, pipe, args.artifacts, args.planner, values, args.seeds, args.workers, out
     )
-    for point in summary["points"]:
+    for point, pure in zip(summary["points"], summary["pure"], strict=True):
         print(
-            f"{args.kind} {point['value']:>8g}: objective {point['objective']['mean']:8.2f} "
+            f"{args.kind} {point['value']:>8g}: CAMP objective {point['objective']['mean']:8.2f} "
             f"± {point['objective']['std']:.2f}, return {point['return']['mean']:7.2f}, "
-            f"compute {point['compute_time_s']['mean']:.3f} s"
+            f"compute {point['compute_time_s']['mean']:.3f} s | pure planning objective "
+            f"{pure['objective']['mean']:8.2f}"
         )
     print(f"wrote {out}/sweep-{args.kind}.json and .png")
     return 0

@@ -48,13 +48,22 @@ def test_tiny_sweeps_write_plots(tmp_path: Path) -> None:
     # Every point is checkpointed: a rerun with one more value computes only that point, and
     # a line cut short by a kill is recomputed, not an error.
     (ckpt,) = (tmp_path / "a" / "gridworld" / "bfs_replan" / "sweeps").glob("lambda-*.jsonl")
-    assert len(ckpt.read_text().splitlines()) == 2
+    assert len(ckpt.read_text().splitlines()) == 3  # CAMP at 2 values, pure planning once
     ckpt.write_text(ckpt.read_text() + '{"seed": 0, "value": 5')
     assert main(["sweep", "lambda", "--values", "0", "1000", "10", *common]) == 0
     rows = [json.loads(line) for line in ckpt.read_text().splitlines()]
-    assert sorted(r["value"] for r in rows) == [0.0, 10.0, 1000.0]
+    assert sorted((r["method"], r["value"]) for r in rows) == [
+        ("camp", 0.0),
+        ("camp", 10.0),
+        ("camp", 1000.0),
+        ("pure", 0.0),
+    ]
     summary = json.loads((tmp_path / "out" / "sweep-lambda.json").read_text())
     assert [p["value"] for p in summary["points"]] == [0.0, 1000.0, 10.0]
+    # Pure planning's objective at each λ is its return minus λ times its compute time.
+    pure = summary["pure"]
+    slope = (pure[0]["objective"]["mean"] - pure[1]["objective"]["mean"]) / 1000
+    assert slope == pytest.approx(pure[0]["compute_time_s"]["mean"])
     ckpt.write_text("not json\n")
     assert main(["sweep", "lambda", "--values", "0", *common]) == 2
 

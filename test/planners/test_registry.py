@@ -8,7 +8,7 @@ from camp_planner.planners.value_iteration import ValueIteration
 
 
 def test_names_are_sorted_and_complete() -> None:
-    assert planner_names() == ["bfs_replan", "mcts", "vi"]
+    assert planner_names() == ["bfs_replan", "fast_downward", "mcts", "vi"]
 
 
 @pytest.mark.parametrize(
@@ -35,7 +35,10 @@ def test_settings_are_passed_to_the_constructor() -> None:
 def test_unknown_name_lists_the_choices() -> None:
     with pytest.raises(ValueError) as error:
         make_planner("astar")
-    assert str(error.value) == "unknown planner 'astar'; choose one of: bfs_replan, mcts, vi"
+    assert (
+        str(error.value)
+        == "unknown planner 'astar'; choose one of: bfs_replan, fast_downward, mcts, vi"
+    )
 
 
 def test_unknown_setting_is_named() -> None:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from camp_planner.core.context import Context, Term
 from camp_planner.core.errors import CampError, reject_unknown
-from camp_planner.core.mdp import FactoredMDP, Variable
+from camp_planner.core.mdp import FactoredMDP, Variable, freeze
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class ContextSpaceSpec:
 
     max_domain_size: int = 10
     variables: tuple[str, ...] | None = None
+    # Only terms with these values (e.g. [0]: "stay out of X" but never "be in X").
+    values: tuple[Hashable, ...] | None = None
     include_single: bool = True
     min_disjunction_length: int = 2
     max_disjunction_length: int = 2
@@ -37,13 +39,15 @@ class ContextSpaceSpec:
     def from_mapping(data: Mapping[str, Any]) -> ContextSpaceSpec:
         reject_unknown(data, ContextSpaceSpec.__dataclass_fields__, "context-space")
         values = dict(data)
-        if values.get("variables") is not None:
-            values["variables"] = tuple(values["variables"])
+        for key in ("variables", "values"):
+            if values.get(key) is not None:
+                values[key] = tuple(freeze(v) for v in values[key])
         return ContextSpaceSpec(**values)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["variables"] = list(self.variables) if self.variables is not None else None
+        out["values"] = list(self.values) if self.values is not None else None
         return out
 
 
@@ -108,7 +112,11 @@ def candidate_terms(variables: Sequence[Variable], spec: ContextSpaceSpec) -> li
             continue
         if var.domain is None or var.domain_size > spec.max_domain_size:
             continue
-        terms.extend(Term(var.name, value) for value in var.domain)
+        terms.extend(
+            Term(var.name, value)
+            for value in var.domain
+            if spec.values is None or value in spec.values
+        )
     return terms
 
 

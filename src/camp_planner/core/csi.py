@@ -117,6 +117,14 @@ class _MarginalOracle:
         self.n_state = len(mdp.state_vars)
         self.calls = 0
 
+    def deterministic(self, state: State, action: Action) -> State | None:
+        """The successor when the simulator says it is certain, else None."""
+        outcomes = self.mdp.transition_distribution(state, action)
+        if outcomes is not None and len(outcomes) == 1:
+            self.calls += 1
+            return outcomes[0].state
+        return None
+
     def marginals(self, state: State, action: Action) -> tuple[Marginals, bool]:
         self.calls += 1
         outcomes = self.mdp.transition_distribution(state, action)
@@ -170,19 +178,51 @@ def learn_csis(
     ]
     dependent: set[tuple[str, str]] = set()
     free = [i for i, name in enumerate(layout) if name not in context.variables]
+    # Per parent, the children it may influence (all of them unless the MDP knows better).
+    known = mdps[0].candidate_parents()
+    children: dict[str, set[int]] = {}
+    for i in free:
+        parent = layout[i]
+        children[parent] = {
+            j
+            for j, child in enumerate(state_names)
+            if known is None or parent in known.get(child, frozenset())
+        }
+    free = [i for i in free if children[layout[i]]]
     for step, (task, s, a) in enumerate(samples):
         mdp, oracle, member = mdps[task], oracles[task], members[task]
-        base, exact = oracle.marginals(s, a)
+        det = oracle.deterministic(s, a)
+        base: Marginals | None = None
+        exact = True
         for i in free:
             parent = layout[i]
-            if all((parent, child) in dependent for child in state_names):
+            targets = children[parent]
+            if all((parent, state_names[j]) in dependent for j in targets):
                 continue
             for s2, a2 in _variants(mdp, s, a, i, config.k2, pools[task], rng):
                 if (s2, a2) == (s, a) or not member(s2, a2):
                     continue
+                det2 = oracle.deterministic(s2, a2) if det is not None else None
+                if det is not None and det2 is not None:
+                    # Deterministic simulators: compare successors directly (tuple
+                    # comparisons run at C speed; this is what makes hundreds of fluents
+                    # affordable).
+                    if det2 == det:
+                        continue
+                    if i < n_state and det2[:i] == det[:i] and det2[i + 1 :] == det[i + 1 :]:
+                        if i in targets:  # only the probed variable itself changed
+                            dependent.add((parent, parent))
+                        continue
+                    for j in targets:
+                        if det2[j] != det[j]:
+                            dependent.add((parent, state_names[j]))
+                    continue
+                if base is None:
+                    base, exact = oracle.marginals(s, a)
                 other, _ = oracle.marginals(s2, a2)
                 threshold = config.exact_threshold if exact else config.js_threshold
-                for j, child in enumerate(state_names):
+                for j in targets:
+                    child = state_names[j]
                     if (parent, child) in dependent:
                         continue
                     if js_divergence(base[j], other[j]) > threshold:
@@ -215,10 +255,9 @@ def _sample_in_context(
                 break
             raise CampError("could not sample any state–action pair inside the context")
         task = rng.randrange(len(mdps))
-        s = mdps[task].sample_state(rng)
+        s, a = mdps[task].sample_state_action(rng)
         if mdps[task].is_terminal(s):
             continue
-        a = mdps[task].sample_action(s, rng)
         if members[task](s, a):
             out.append((task, s, a))
     return out

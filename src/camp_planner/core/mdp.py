@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 State = tuple[Hashable, ...]
@@ -149,6 +149,19 @@ class FactoredMDP(ABC):
     def sample_action(self, state: State, rng: random.Random) -> Action:
         """An action assignment to test dependences with; by default any applicable action."""
         return rng.choice(list(self.applicable_actions(state)))
+
+    def sample_state_action(self, rng: random.Random) -> tuple[State, Action]:
+        """A (state, action) pair to test dependences in; by default :meth:`sample_state`
+        then :meth:`sample_action`. Domains whose interesting actions are rarely applicable
+        in broad samples override this to cover every action."""
+        state = self.sample_state(rng)
+        return state, self.sample_action(state, rng)
+
+    def candidate_parents(self) -> Mapping[str, frozenset[str]] | None:
+        """A known superset of each state variable's parents (e.g. read off a PDDL domain's
+        operators), or None. CSI learning then only tests these pairs: which of them hold
+        under a context is still learned from the simulator."""
+        return None
 
     def assign_state(self, state: State, index: int, value: Hashable) -> State:
         """``state`` with variable ``index`` set to ``value``; domains override this to keep

@@ -7,7 +7,7 @@ from camp_planner.domains.base import Domain
 
 
 def domain_names() -> list[str]:
-    return ["gridworld"]
+    return ["dinner", "gridworld"]
 
 
 def get_domain(name: str) -> Domain:
@@ -16,4 +16,8 @@ def get_domain(name: str) -> Domain:
         from camp_planner.domains.gridworld.domain import GridworldDomain
 
         return GridworldDomain()
+    if name == "dinner":
+        from camp_planner.domains.dinner.domain import DinnerDomain
+
+        return DinnerDomain()
     raise CampError(f"unknown domain '{name}'; choose one of: {', '.join(domain_names())}")

@@ -27,6 +27,23 @@ class RenderPanel:
     episode: EpisodeResult | None
 
 
+def paper_selector_settings() -> dict[str, Any]:
+    """The selector settings of the paper's appendix (networks, Adam, stopping rule), plus
+    ours: multilabel targets and screening. Domains start from these."""
+    return {
+        "hidden": [50, 32, 10],
+        "conv_channels": 10,
+        "conv_kernel": 2,
+        "conv_hidden": [32, 10],
+        "learning_rate": 1e-4,
+        "loss_target": 1e-3,
+        "max_iterations": 20000,
+        "labels": "multilabel",
+        "temperature": 5.0,
+        "screen": True,
+    }
+
+
 class Domain(ABC):
     """A task distribution with a shared factored variable layout."""
 

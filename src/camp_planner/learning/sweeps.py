@@ -27,7 +27,7 @@ from camp_planner.learning.bundle import Bundle
 from camp_planner.learning.evaluate import seed_pipeline
 from camp_planner.learning.jsonl import append_record, corrupt, read_records
 from camp_planner.learning.labels import ScoreMatrix
-from camp_planner.learning.methods import CampMethod
+from camp_planner.learning.methods import CampMethod, Method, Pure
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
 from camp_planner.learning.train import learn_all_csis, score_split
 from camp_planner.workflow import Pipeline
@@ -52,7 +52,10 @@ def _camp_on_test(
     selector.fit(features, matrix.targets(cfg.labels, cfg.temperature, lam, tasks))
     csis = {c.id: r for c in pipe.space if (r := pipe.store.cached(c)) is not None}
     bundle = Bundle(pipe.domain.name, pipe.domain.version, pipe.space, csis, selector, {})
-    method = CampMethod(bundle)
+    return _summarise(CampMethod(bundle), pipe, planner, seed)
+
+
+def _summarise(method: Method, pipe: Pipeline, planner: str, seed: int) -> dict[str, float]:
     scores = [method.evaluate(pipe, planner, t, seed) for t in range(len(pipe.tasks("test")))]
     return {
         "objective": statistics.fmean(s.objective for s in scores),
@@ -62,26 +65,29 @@ def _camp_on_test(
     }
 
 
+Key = tuple[int, float, str]  # (seed, swept value, method); pure planning's value is 0
+
+
 class PointCheckpoint:
-    """Finished sweep points, one JSON line each, keyed by (seed, value); a point that was
-    cut short by a kill is simply recomputed."""
+    """Finished sweep points, one JSON line each, keyed by (seed, value, method); a point
+    that was cut short by a kill is simply recomputed."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def load(self) -> dict[tuple[int, float], dict[str, float]]:
-        found: dict[tuple[int, float], dict[str, float]] = {}
+    def load(self) -> dict[Key, dict[str, float]]:
+        found: dict[Key, dict[str, float]] = {}
         for number, row in read_records(self.path):
             try:
-                found[(int(row["seed"]), float(row["value"]))] = {
-                    m: float(row[m]) for m in POINT_METRICS
-                }
+                key = (int(row["seed"]), float(row["value"]), str(row.get("method", "camp")))
+                found[key] = {m: float(row[m]) for m in POINT_METRICS}
             except (KeyError, TypeError, ValueError):
                 raise corrupt(self.path, number) from None
         return found
 
-    def append(self, seed: int, value: float, point: dict[str, float]) -> None:
-        append_record(self.path, {"seed": seed, "value": value, **point})
+    def append(self, key: Key, point: dict[str, float]) -> None:
+        seed, value, method = key
+        append_record(self.path, {"seed": seed, "value": value, "method": method, **point})
 
 
 POINT_METRICS = ("objective", "return", "compute_time_s", "success")
@@ -100,7 +106,7 @@ def _checkpoint(base: Pipeline, artifacts: Path, kind: str, planner: str) -> Poi
 
 
 # Bump when what a sweep point measures changes, so stale checkpoints are not reused.
-SWEEP_FORMAT = 1
+SWEEP_FORMAT = 2
 
 
 def sweep(
@@ -125,23 +131,29 @@ def sweep(
     values = [float(v) for v in values]
     checkpoint = _checkpoint(base, artifacts, kind, planner)
     done = checkpoint.load()
-    points: dict[float, list[dict[str, float]]] = {v: [] for v in values}
-    total = seeds * len(values)
-    finished = sum((k, v) in done for k in range(seeds) for v in values)
+    # Per seed: CAMP at every value, and pure planning once (it does not learn, so neither λ
+    # nor the training set changes what it does; its objective at λ is return − λ·time).
+    keys = [(k, v, "camp") for k in range(seeds) for v in values]
+    keys += [(k, 0.0, "pure") for k in range(seeds)]
+    total = len(keys)
+    finished = sum(key in done for key in keys)
     started = time.perf_counter()
     computed = 0
     if progress and finished:
         _say(f"sweep {kind}: {finished}/{total} points reused from {checkpoint.path}")
     for k in range(seeds):
-        todo = [v for v in values if (k, v) not in done]
-        if todo:
-            pipe = seed_pipeline(base, artifacts, k)
-            learn_all_csis(pipe, progress)
-            matrix, _ = score_split(
-                pipe, artifacts, planner, "train", list(pipe.space), k, workers, progress
-            )
-        for v in values:
-            if (k, v) not in done:
+        if all(key in done for key in keys if key[0] == k):
+            continue
+        pipe = seed_pipeline(base, artifacts, k)
+        learn_all_csis(pipe, progress)
+        matrix, _ = score_split(
+            pipe, artifacts, planner, "train", list(pipe.space), k, workers, progress
+        )
+        for key in (key for key in keys if key[0] == k and key not in done):
+            _, v, method = key
+            if method == "pure":
+                done[key] = _summarise(Pure(), pipe, planner, k)
+            else:
                 run = copy.copy(pipe)
                 run.config = copy.deepcopy(pipe.config)
                 if kind == "lambda":
@@ -152,35 +164,41 @@ def sweep(
                     if not 1 <= n <= len(matrix.tasks):
                         raise CampError(f"training-set size {n} outside 1..{len(matrix.tasks)}")
                     tasks = matrix.tasks[:n]
-                done[(k, v)] = _camp_on_test(run, planner, matrix, run.lam(planner), tasks, k)
-                checkpoint.append(k, v, done[(k, v)])
-                finished += 1
-                computed += 1
-                if progress:
-                    eta = (time.perf_counter() - started) / computed * (total - finished)
-                    _say(
-                        f"sweep {kind}: seed {k}, {kind} {v:g} → objective "
-                        f"{done[(k, v)]['objective']:.2f} ({finished}/{total} points, "
-                        f"ETA {eta / 60:.1f} min)"
-                    )
-            points[v].append(done[(k, v)])
+                done[key] = _camp_on_test(run, planner, matrix, run.lam(planner), tasks, k)
+            checkpoint.append(key, done[key])
+            finished += 1
+            computed += 1
+            if progress:
+                eta = (time.perf_counter() - started) / computed * (total - finished)
+                what = "pure planning" if method == "pure" else f"{kind} {v:g}"
+                _say(
+                    f"sweep {kind}: seed {k}, {what} → objective {done[key]['objective']:.2f} "
+                    f"({finished}/{total} points, ETA {eta / 60:.1f} min)"
+                )
+
+    def stats(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+        return {
+            m: {
+                "mean": statistics.fmean(p[m] for p in runs),
+                "std": statistics.pstdev([p[m] for p in runs]) if len(runs) > 1 else 0.0,
+            }
+            for m in POINT_METRICS
+        }
+
+    pure_runs = [done[(k, 0.0, "pure")] for k in range(seeds)]
+    pure_points = []
+    for v in values:
+        lam = v if kind == "lambda" else base.lam(planner)
+        runs = [{**p, "objective": p["return"] - lam * p["compute_time_s"]} for p in pure_runs]
+        pure_points.append({"value": v, **stats(runs)})
     summary = {
         "kind": kind,
         "planner": planner,
         "seeds": seeds,
         "points": [
-            {
-                "value": v,
-                **{
-                    m: {
-                        "mean": statistics.fmean(p[m] for p in runs),
-                        "std": statistics.pstdev([p[m] for p in runs]) if len(runs) > 1 else 0.0,
-                    }
-                    for m in POINT_METRICS
-                },
-            }
-            for v, runs in points.items()
+            {"value": v, **stats([done[(k, v, "camp")] for k in range(seeds)])} for v in values
         ],
+        "pure": pure_points,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"sweep-{kind}.json").write_text(json.dumps(summary, indent=1))
@@ -206,13 +224,18 @@ def _plot(summary: dict[str, Any], path: Path, domain: str) -> None:
         ("objective J", "return", "compute time (s)"),
         strict=True,
     ):
-        ys = [p[metric]["mean"] for p in summary["points"]]
-        es = [p[metric]["std"] for p in summary["points"]]
-        ax.errorbar(xs, ys, yerr=es, fmt="o-", capsize=3, color="#2563eb")
+        for key, style, colour, name in (
+            ("points", "o-", "#2563eb", "CAMP"),
+            ("pure", "s--", "#16a34a", "pure planning"),
+        ):
+            ys = [p[metric]["mean"] for p in summary[key]]
+            es = [p[metric]["std"] for p in summary[key]]
+            ax.errorbar(xs, ys, yerr=es, fmt=style, capsize=3, color=colour, label=name)
         ax.set_xlabel("λ" if summary["kind"] == "lambda" else "training tasks")
         ax.set_ylabel(label)
         if summary["kind"] == "lambda" and min(xs) > 0:
             ax.set_xscale("log")
+    axes[0].legend(fontsize=8)
     fig.suptitle(
         f"CAMP on {domain} ({summary['planner']}): {summary['kind']} sweep, "
         f"{summary['seeds']} seed(s)",

@@ -7,6 +7,7 @@ from typing import Any
 
 from camp_planner.core.planner import Planner
 from camp_planner.planners.bfs_replan import BFSReplan
+from camp_planner.planners.fast_downward import FastDownward
 from camp_planner.planners.mcts import MCTS
 from camp_planner.planners.value_iteration import ValueIteration
 
@@ -14,6 +15,7 @@ _PLANNERS: dict[str, type[Planner]] = {
     "mcts": MCTS,
     "bfs_replan": BFSReplan,
     "vi": ValueIteration,
+    "fast_downward": FastDownward,
 }
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from camp_planner.core.feasibility import RegionGraph
 from camp_planner.core.mdp import FactoredMDP
-from camp_planner.domains.base import Domain, RenderPanel
+from camp_planner.domains.base import Domain, RenderPanel, paper_selector_settings
 from camp_planner.domains.gridworld.mdp import GridworldMDP
 from camp_planner.domains.gridworld.world import (
     N_ROOMS,
@@ -54,18 +54,7 @@ class GridworldDomain(Domain):
             },
             "csi": {"k1": 50, "k2": 50, "tasks": 10, "seed": 0},
             "camp": {"sink_reward": -1000.0},
-            "selector": {
-                "hidden": [50, 32, 10],
-                "conv_channels": 10,
-                "conv_kernel": 2,
-                "conv_hidden": [32, 10],
-                "learning_rate": 1e-4,
-                "loss_target": 1e-3,
-                "max_iterations": 20000,
-                "labels": "multilabel",
-                "temperature": 5.0,
-                "screen": True,
-            },
+            "selector": paper_selector_settings(),
             "timeout_s": 60.0,
             "lambda": {"mcts": 0.0, "bfs_replan": 100.0, "vi": 100.0},
             "planners": {

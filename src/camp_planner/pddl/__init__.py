@@ -1,0 +1,1 @@
+"""A small pure-Python PDDL front end: parse STRIPS domains and problems and ground them."""

@@ -1,0 +1,192 @@
+"""Fast Downward (the real binary from the ``up-fast-downward`` wheel) behind the planner
+interface, for STRIPS MDPs and CAMPs built over them.
+
+``prepare`` writes the task as PDDL, runs the Fast Downward driver in a subprocess with the
+configured search (default ``astar(lmcut())``, optimal with action costs) and the remaining
+time of the planning call, and reads the plan back; ``act`` returns its steps. The full task
+is given to the planner as its original lifted PDDL files when it has them (pure planning
+then costs exactly what Fast Downward costs on the user's files); CAMPs go as the smaller
+ground PDDL of :mod:`camp_planner.pddl.export`. If execution ever leaves the planned state
+sequence, ``act`` replans from the state it is in.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from camp_planner.core.errors import CampError
+from camp_planner.core.mdp import Action, FactoredMDP, State
+from camp_planner.core.planner import (
+    Deadline,
+    NoPlanFound,
+    Planner,
+    PlanningError,
+    PlanningTimeout,
+)
+from camp_planner.pddl.export import export, lifted_plan_names, strips_base
+
+# The driver's documented exit codes (driver/returncodes.py).
+_UNSOLVABLE = {10, 11, 12, 13}
+_OUT_OF_TIME = {21, 23, 24}
+_PLAN_FOUND = {0, 1, 2, 3}
+
+
+def driver_path() -> Path:
+    """``fast-downward.py`` inside the installed wheel (the package itself is not imported:
+    that needs unified-planning, the driver does not)."""
+    spec = importlib.util.find_spec("up_fast_downward")
+    if spec is None or spec.origin is None:
+        raise CampError(
+            "Fast Downward is not installed: `pip install up-fast-downward==1.0.0` "
+            "(make setup does this)"
+        )
+    path = Path(spec.origin).parent / "downward" / "fast-downward.py"
+    if not path.exists():
+        raise CampError(f"the up-fast-downward wheel has no driver at {path}")
+    return path
+
+
+class FastDownward(Planner):
+    """Optimal classical planning with Fast Downward.
+
+    Settings:
+        search: the ``--search`` argument (default ``astar(lmcut())``, as in the paper).
+        alias: a driver alias such as ``lama-first`` instead of ``search``.
+        min_budget_s: never start Fast Downward with less than this time left.
+
+    After :meth:`prepare`, ``last_stats`` holds the plan length and cost, the sizes of the
+    PDDL given to the planner and the wall time split into writing and solving.
+    """
+
+    name = "fast_downward"
+
+    def __init__(
+        self,
+        seed: int = 0,
+        search: str = "astar(lmcut())",
+        alias: str | None = None,
+        min_budget_s: float = 0.05,
+    ) -> None:
+        super().__init__(seed)
+        if not search.strip() and alias is None:
+            raise ValueError("give a search configuration or an alias")
+        self.search = search
+        self.alias = alias
+        self.min_budget_s = min_budget_s
+        self._mdp: FactoredMDP | None = None
+        self._plan: list[Action] = []
+        self._expected: list[State] = []
+        self._step = 0
+        self.last_stats: dict[str, float | int | str] = {}
+
+    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
+        strips_base(mdp)  # a clear error for non-PDDL tasks, before any work
+        self._mdp = mdp
+        self._solve(mdp.initial_state(), deadline, lifted=True)
+
+    def act(self, state: State, deadline: Deadline) -> Action:
+        mdp = self._mdp
+        if mdp is None:
+            raise PlanningError("FastDownward.act called before prepare")
+        if self._step >= len(self._plan) or self._expected[self._step] != state:
+            self._solve(state, deadline, lifted=False)
+        action = self._plan[self._step]
+        self._step += 1
+        return action
+
+    # --- running the planner ---------------------------------------------------------------
+    def _solve(self, state: State, deadline: Deadline, lifted: bool) -> None:
+        mdp = self._mdp
+        assert mdp is not None
+        base, camp = strips_base(mdp)
+        t0 = time.perf_counter()
+        use_lifted = lifted and camp is None and base.source is not None
+        with tempfile.TemporaryDirectory(prefix="camp-fd-") as tmp:
+            folder = Path(tmp)
+            if use_lifted:
+                assert base.source is not None
+                domain_text, problem_text = base.source.domain_text, base.source.problem_text
+                names: dict[str, str] | None = None
+                sizes = {
+                    "fluents": len(base.state_vars),
+                    "operators": len(base.action_vars[0].domain or ()) - 1,
+                }
+            else:
+                try:
+                    exported = export(mdp, state)
+                except CampError as exc:
+                    # The CAMP admits no plan (its context is already violated, or nothing
+                    # of the goal survives): a failed planning call, so fallbacks can run.
+                    raise NoPlanFound(str(exc)) from exc
+                domain_text, problem_text = exported.domain_text, exported.problem_text
+                names = exported.action_names
+                sizes = {"fluents": exported.n_fluents, "operators": exported.n_operators}
+            (folder / "domain.pddl").write_text(domain_text)
+            (folder / "problem.pddl").write_text(problem_text)
+            written = time.perf_counter() - t0
+            lines = self._run(folder, deadline)
+        plan_names = lifted_plan_names(lines)
+        if names is not None:
+            plan_names = [names[n.split("(")[0]] for n in plan_names]
+        self._plan = [(n,) for n in plan_names]
+        # The states the plan passes through, to notice when execution leaves them.
+        self._expected = [state]
+        for action in self._plan:
+            self._expected.append(mdp.most_likely_next_state(self._expected[-1], action))
+        if not mdp.is_goal(self._expected[-1]):
+            # Possible only for contexts the export cannot compile into the operators (e.g.
+            # disjunctions): the plan leaves the context, so there is no plan inside it.
+            raise NoPlanFound("Fast Downward's plan leaves the CAMP's context")
+        self._step = 0
+        self.last_stats = {
+            **sizes,
+            "plan_length": len(self._plan),
+            "plan_cost": sum(base.operator(str(a[0])).cost for a in self._plan),
+            "write_s": written,
+            "total_s": time.perf_counter() - t0,
+            "input": "lifted" if use_lifted else "ground",
+        }
+        if not self._plan:
+            raise PlanningError("Fast Downward returned an empty plan for a non-goal state")
+
+    def _run(self, folder: Path, deadline: Deadline) -> list[str]:
+        budget = deadline.remaining
+        if budget < self.min_budget_s:
+            raise PlanningTimeout("no time left to start Fast Downward")
+        cmd = [sys.executable, str(driver_path())]
+        if math.isfinite(budget):
+            # The driver's own limit lets it stop cleanly; the subprocess timeout is the
+            # backstop in case it does not.
+            cmd += ["--overall-time-limit", f"{max(1, math.ceil(budget))}s"]
+        if self.alias:
+            cmd += ["--alias", self.alias]
+        cmd += ["--plan-file", "plan.txt", "domain.pddl", "problem.pddl"]
+        if not self.alias:
+            cmd += ["--search", self.search]
+        try:
+            proc = subprocess.run(
+                cmd,
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=budget + 0.5 if math.isfinite(budget) else None,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise PlanningTimeout(f"Fast Downward exceeded the {budget:.3g} s budget") from exc
+        code = proc.returncode
+        if code in _UNSOLVABLE:
+            raise NoPlanFound("Fast Downward proved the task unsolvable")
+        if code in _OUT_OF_TIME or deadline.expired():
+            raise PlanningTimeout(f"Fast Downward ran out of time (exit code {code})")
+        plan_file = folder / "plan.txt"
+        if code not in _PLAN_FOUND or not plan_file.exists():
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+            raise PlanningError(f"Fast Downward failed (exit code {code}): {' | '.join(tail)}")
+        return plan_file.read_text().splitlines()
