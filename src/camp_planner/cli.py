@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.core.relevance import relevant_from_csis
-from camp_planner.domains import domain_names
+from camp_planner.domains import domain_names, get_domain
 from camp_planner.domains.base import RenderPanel
 from camp_planner.learning import METHOD_NAMES
 from camp_planner.planners import planner_names
@@ -34,6 +34,19 @@ def _common(p: argparse.ArgumentParser, domain: bool = True) -> None:
         p.add_argument("--domain", default="gridworld", help=f"one of: {', '.join(domain_names())}")
     p.add_argument("--config", type=Path, help="YAML overriding the domain's defaults")
     p.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS, help="cache/output folder")
+    if domain:
+        g = p.add_argument_group("your own PDDL (implies --domain pddl)")
+        g.add_argument("--pddl-domain", type=Path, metavar="D.pddl", help="STRIPS domain file")
+        g.add_argument(
+            "--pddl-problems", type=Path, nargs="+", metavar="P.pddl", help="training problems"
+        )
+        g.add_argument(
+            "--pddl-test",
+            type=Path,
+            nargs="+",
+            metavar="P.pddl",
+            help="test problems (default: the training problems)",
+        )
 
 
 def _planner_arg(p: argparse.ArgumentParser) -> None:
@@ -160,7 +173,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _pipeline(args: argparse.Namespace) -> Pipeline:
-    return Pipeline.create(args.domain, args.config, args.artifacts)
+    pddl_domain = getattr(args, "pddl_domain", None)
+    if pddl_domain is None:
+        if getattr(args, "pddl_problems", None) or getattr(args, "pddl_test", None):
+            raise CampError("--pddl-problems and --pddl-test need --pddl-domain")
+        return Pipeline.create(args.domain, args.config, args.artifacts)
+    if args.domain not in ("gridworld", "pddl"):  # gridworld: the untouched default
+        raise CampError(
+            f"--pddl-domain plans your PDDL; it cannot be combined with --domain {args.domain}"
+        )
+    if not args.pddl_problems:
+        raise CampError("--pddl-domain needs --pddl-problems")
+    from camp_planner.config import load_config
+
+    domain = get_domain("pddl")
+    config = load_config(domain, args.config)
+    train = [str(p.resolve()) for p in args.pddl_problems]
+    test = [str(p.resolve()) for p in (args.pddl_test or args.pddl_problems)]
+    config["pddl"].update({"domain": str(pddl_domain.resolve()), "train": train, "test": test})
+    config["tasks"] = {"train": len(train), "test": len(test)}
+    args.domain = "pddl"
+    return Pipeline.from_config("pddl", config, args.artifacts)
 
 
 def _contexts(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ from camp_planner.domains.base import Domain
 
 
 def domain_names() -> list[str]:
-    return ["dinner", "gridworld"]
+    return ["dinner", "gridworld", "pddl"]
 
 
 def get_domain(name: str) -> Domain:
@@ -20,4 +20,8 @@ def get_domain(name: str) -> Domain:
         from camp_planner.domains.dinner.domain import DinnerDomain
 
         return DinnerDomain()
+    if name == "pddl":
+        from camp_planner.domains.pddl_files.domain import PddlFilesDomain
+
+        return PddlFilesDomain()
     raise CampError(f"unknown domain '{name}'; choose one of: {', '.join(domain_names())}")

@@ -338,3 +338,39 @@ def ground(domain: DomainDef, problem: ProblemDef) -> GroundTask:
         goal_neg=frozenset(index[f] for f in goal_neg),
         objects=objects,
     )
+
+
+def on_layout(task: GroundTask, fluents: tuple[str, ...]) -> GroundTask:
+    """``task`` re-indexed onto a larger, shared fluent list (e.g. the union over several
+    problems of one domain), so their MDPs share one variable layout; fluents the task never
+    mentions are simply always false."""
+    index = {f: i for i, f in enumerate(fluents)}
+    missing = [f for f in task.fluents if f not in index]
+    if missing:
+        raise CampError(f"fluent {missing[0]} is not in the shared layout")
+    move = [index[f] for f in task.fluents]
+
+    def remap(ids: frozenset[int]) -> frozenset[int]:
+        return frozenset(move[i] for i in ids)
+
+    operators = tuple(
+        GroundOperator(
+            op.name,
+            op.schema,
+            op.args,
+            remap(op.pre_pos),
+            remap(op.pre_neg),
+            remap(op.add),
+            remap(op.delete),
+            op.cost,
+        )
+        for op in task.operators
+    )
+    return GroundTask(
+        fluents,
+        operators,
+        remap(task.init),
+        remap(task.goal_pos),
+        remap(task.goal_neg),
+        dict(task.objects),
+    )

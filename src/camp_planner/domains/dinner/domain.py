@@ -95,7 +95,7 @@ class DinnerTask:
             objects.append(" ".join(rooms) + " - place")
         extras = store_extras + [i for items in room_extras.values() for i in items]
         if extras:
-            objects.append(" ".join(extras) + " - food")
+            objects.append(" ".join(extras) + " - item")
         init = ["(agent-at living-room)", f"(= (step-cost) {self.step_cost})"]
         for meal, reward in zip(MEALS, self.rewards, strict=True):
             init.append(f"(= (eat-cost {meal}) {self.max_reward - reward})")

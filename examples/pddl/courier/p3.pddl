@@ -1,0 +1,5 @@
+(define (problem courier-p3) (:domain courier)
+  (:objects a b c d e f g h i j k l - room x y z - parcel)
+  (:init (robot-at a) (hand-free) (= (total-cost) 0) (corridor a b) (corridor b a) (= (length a b) 2) (= (length b a) 2) (corridor b c) (corridor c b) (= (length b c) 2) (= (length c b) 2) (corridor c d) (corridor d c) (= (length c d) 2) (= (length d c) 2) (corridor d e) (corridor e d) (= (length d e) 2) (= (length e d) 2) (corridor e f) (corridor f e) (= (length e f) 2) (= (length f e) 2) (corridor f a) (corridor a f) (= (length f a) 2) (= (length a f) 2) (corridor d g) (corridor g d) (= (length d g) 3) (= (length g d) 3) (corridor g h) (corridor h g) (= (length g h) 3) (= (length h g) 3) (corridor h i) (corridor i h) (= (length h i) 3) (= (length i h) 3) (corridor i j) (corridor j i) (= (length i j) 3) (= (length j i) 3) (corridor j k) (corridor k j) (= (length j k) 3) (= (length k j) 3) (corridor k l) (corridor l k) (= (length k l) 3) (= (length l k) 3) (parcel-at x c) (parcel-at y k) (parcel-at z i))
+  (:goal (and (parcel-at x f) (parcel-at y b) (parcel-at z a)))
+  (:metric minimize (total-cost)))

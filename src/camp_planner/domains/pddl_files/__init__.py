@@ -1,0 +1,1 @@
+"""Any STRIPS domain with types and action costs, from PDDL files given by the user."""
