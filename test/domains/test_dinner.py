@@ -10,7 +10,7 @@ import pytest
 from camp_planner.core.camp import CAMP
 from camp_planner.core.context import Context, Term
 from camp_planner.core.objective import run_episode
-from camp_planner.core.planner import Deadline, NoPlanFound
+from camp_planner.core.planner import Deadline, NoPlanFound, PlanningTimeout
 from camp_planner.domains.dinner.domain import DinnerDomain
 from camp_planner.pddl.export import export
 from camp_planner.pddl.mdp import StripsMDP
@@ -134,3 +134,22 @@ class _Ramen(FastDownward):
 
     def act(self, state, deadline):  # type: ignore[no-untyped-def]
         return next(self._steps)
+
+
+@pytest.mark.fast_downward
+def test_the_resident_translator_plans_exactly_what_the_driver_plans() -> None:
+    mdp = _mdp(1)
+    for camp in (None, CAMP.build(mdp, _stay_out("garage", "store"), None)):
+        plans = []
+        for mode in ("driver", "resident"):
+            planner = FastDownward(mode=mode)
+            result = run_episode(
+                mdp, planner, lam=0.0, timeout_s=60, rng=random.Random(0), camp=camp
+            )
+            assert result.success
+            plans.append((result.actions, result.discounted_return))
+        assert plans[0] == plans[1]
+    with pytest.raises(ValueError, match="aliases need the driver"):
+        FastDownward(mode="resident", alias="lama-first")
+    with pytest.raises(PlanningTimeout):
+        FastDownward(mode="resident").prepare(mdp, Deadline(0.001))

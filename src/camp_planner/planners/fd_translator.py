@@ -1,0 +1,47 @@
+"""A resident Fast Downward translator: FD's own translator, imported once in a helper process.
+
+The driver starts a fresh Python interpreter for the translator on every call, and imports
+cost about 0.1 s; for the tiny ground tasks CAMPs produce that is most of the planning time,
+which the objective charges. This helper process imports ``fast_downward.translate`` once
+(through its library entry point, ``options.set_options`` then ``main``) and translates one
+task per request: a JSON line ``{"domain", "problem", "sas"}`` on stdin, answered by
+``{"code": exit code}`` on stdout (0, or the translator's own codes such as 10 for a task
+proven unsolvable). Run as ``python -m camp_planner.planners.fd_translator FD_BIN_DIR``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+
+
+def serve(bin_dir: str) -> None:
+    sys.path.insert(0, bin_dir)
+    from fast_downward.translate import main as translate_main  # type: ignore[import-untyped]
+    from fast_downward.translate import options
+
+    out = sys.stdout
+    for line in sys.stdin:
+        request = json.loads(line)
+        code = 0
+        sink = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                options.set_options(
+                    [request["domain"], request["problem"], "--sas-file", request["sas"]]
+                )
+                translate_main.main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except Exception as exc:  # any translator failure is reported, never fatal
+            code = 30
+            sink.write(f"{type(exc).__name__}: {exc}")
+        reply = {"code": code, "log": sink.getvalue()[-2000:] if code else ""}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
