@@ -170,6 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("camp: interrupted (finished work is cached)", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`camp contexts | head`): not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _pipeline(args: argparse.Namespace) -> Pipeline:
