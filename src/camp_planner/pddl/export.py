@@ -98,6 +98,7 @@ def export(mdp: FactoredMDP, state: State | None = None) -> ExportedProblem:
     actions: list[str] = []
     action_names: dict[str, str] = {}
     objects: set[str] = set()
+    negative = False  # whether the output needs :negative-preconditions
     for op in task.operators:
         if any(i not in kept and fill[i] != 1 for i in op.pre_pos) or any(
             i not in kept and fill[i] != 0 for i in op.pre_neg
@@ -112,7 +113,9 @@ def export(mdp: FactoredMDP, state: State | None = None) -> ExportedProblem:
         ):
             continue
         pre = [f"({names[i]})" for i in sorted(op.pre_pos) if i in kept]
-        pre += [f"(not ({names[i]}))" for i in sorted(op.pre_neg) if i in kept]
+        negated = [f"(not ({names[i]}))" for i in sorted(op.pre_neg) if i in kept]
+        negative = negative or bool(negated)
+        pre += negated
         eff = [f"({names[i]})" for i in adds] + [f"(not ({names[i]}))" for i in dels]
         eff.append(f"(increase (total-cost) {_cost(op.cost)})")
         pddl_name = _name(f"a{len(actions)}-{op.name}")
@@ -127,7 +130,7 @@ def export(mdp: FactoredMDP, state: State | None = None) -> ExportedProblem:
     goal += [f"(not ({names[i]}))" for i in sorted(task.goal_neg) if i in kept]
     if not goal:
         raise CampError("every goal fluent was dropped from the CAMP: nothing left to plan for")
-    negative = any("(not " in a.split(":effect")[0] for a in actions) or bool(task.goal_neg)
+    negative = negative or bool(task.goal_neg)
     requirements = ":strips :action-costs" + (" :negative-preconditions" if negative else "")
     domain = "\n".join(
         [
