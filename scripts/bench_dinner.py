@@ -59,6 +59,9 @@ def _pipeline(size: int, args: argparse.Namespace) -> Pipeline:
     pipe.config["tasks"]["test"] = args.tasks
     # Samples are drawn operator by operator: keep several per operator as the world grows.
     pipe.config["csi"]["k1"] = 1000 + 10 * size
+    # Distractors are irrelevant under every context: let the universal CAMP drop them too
+    # (pure planning still gets the user's lifted files, untouched).
+    pipe.config["camp"]["universal_relevance"] = "learned"
     return Pipeline.from_config("dinner", pipe.config, args.artifacts)
 
 

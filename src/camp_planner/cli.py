@@ -423,7 +423,7 @@ def _demo(args: argparse.Namespace) -> int:
     pipe = _pipeline(args)
     task = pipe.task("test", args.task)
     print(f"[demo] {pipe.domain.name} test task {args.task}, planner {args.planner}")
-    missing = [c for c in pipe.space if pipe.store.cached(c) is None and not c.is_universal]
+    missing = [c for c in pipe.space if pipe.needs_csis(c) and pipe.store.cached(c) is None]
     if missing:
         bar = _progress_bar(len(missing), "learning CSIs (cached after the first run)")
         for c in missing:

@@ -151,10 +151,17 @@ class Pipeline:
             raise CampError(f"task {index} out of range: the {split} split has {len(tasks)} tasks")
         return tasks[index]
 
+    def needs_csis(self, context: Context) -> bool:
+        """Whether ``context``'s relevant variables come from learned CSIs. Under the
+        universal context every variable is relevant in the paper's domains, so it is
+        skipped unless the domain says otherwise (``camp.universal_relevance: learned``, for
+        tasks with objects that never matter, like the distractors of a PDDL problem)."""
+        if not context.is_universal:
+            return True
+        return bool(self.config["camp"].get("universal_relevance", "all") == "learned")
+
     def relevant(self, mdp: FactoredMDP, context: Context) -> frozenset[str]:
-        if context.is_universal:
-            # Under the universal context every variable is relevant (paper, all domains);
-            # learning its CSIs is still available through the store for inspection.
+        if not self.needs_csis(context):
             return frozenset(v.name for v in mdp.variables)
         return relevant_from_csis(self.store.get(context), mdp.reward_vars)
 

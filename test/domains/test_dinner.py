@@ -153,3 +153,24 @@ def test_the_resident_translator_plans_exactly_what_the_driver_plans() -> None:
         FastDownward(mode="resident", alias="lama-first")
     with pytest.raises(PlanningTimeout):
         FastDownward(mode="resident").prepare(mdp, Deadline(0.001))
+
+
+@pytest.mark.fast_downward
+def test_learned_universal_relevance_drops_distractors_without_losing_return(
+    tmp_path: Path,
+) -> None:
+    from camp_planner.workflow import Pipeline
+
+    pipe = Pipeline.create("dinner", None, tmp_path)
+    pipe.config["world"]["extra_items"] = 8
+    pipe.config["csi"]["k1"] = 800
+    pipe.config["camp"]["universal_relevance"] = "learned"
+    pipe = Pipeline.from_config("dinner", pipe.config, tmp_path)
+    mdp = pipe.domain.make_mdp(pipe.task("test", 1), pipe.config)
+    universal = Context.universal()
+    camp = pipe.build_camp(mdp, universal)
+    assert any("product" in v for v in camp.dropped_variables)
+    assert not any(v.startswith(("holding(beef", "ready(")) for v in camp.dropped_variables)
+    pure = run_episode(mdp, FastDownward(), lam=0.0, timeout_s=60, rng=random.Random(0))
+    small = run_episode(mdp, FastDownward(), lam=0.0, timeout_s=60, rng=random.Random(0), camp=camp)
+    assert small.success and small.discounted_return == pure.discounted_return

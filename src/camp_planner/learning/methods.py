@@ -126,7 +126,7 @@ class CampMethod(Method):
         sink = float(pipe.config["camp"]["sink_reward"])
         if self.ablation:
             return CAMP.build(mdp, context, None, sink)
-        if context.is_universal:
+        if not pipe.needs_csis(context):
             relevant = frozenset(v.name for v in mdp.variables)
         else:
             csis = self.bundle.csis.get(context.id)

@@ -41,7 +41,7 @@ class TrainResult:
 
 def learn_all_csis(pipe: Pipeline, progress: bool = True) -> None:
     """Make sure every context's CSIs are cached (workers only read the cache)."""
-    missing = [c for c in pipe.space if not c.is_universal and pipe.store.cached(c) is None]
+    missing = [c for c in pipe.space if pipe.needs_csis(c) and pipe.store.cached(c) is None]
     if not missing:
         return
     bar = None

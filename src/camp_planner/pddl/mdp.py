@@ -86,6 +86,7 @@ class StripsMDP(FactoredMDP):
         self._names = [o.name for o in self._task.operators]
         self._applicable_memo: dict[State, list[Action]] = {}
         self._walks: list[State] = []
+        self._round: list[str] = []
         self._goal_pos = tuple(sorted(self._task.goal_pos))
         self._goal_neg = tuple(sorted(self._task.goal_neg))
         self._init: State = tuple(
@@ -184,7 +185,12 @@ class StripsMDP(FactoredMDP):
         if not self._pre or rng.random() < 0.1:
             state = self.sample_state(rng)
             return state, self.sample_action(state, rng)
-        name = rng.choice(self._names)
+        # Operators in shuffled rounds rather than independent draws: every operator is
+        # covered once per round, so a budget of a few rounds reaches all of them.
+        if not self._round:
+            self._round = list(self._names)
+            rng.shuffle(self._round)
+        name = self._round.pop()
         return self._force(self._walk(rng), name), (name,)
 
     def candidate_parents(self) -> dict[str, frozenset[str]]:

@@ -195,7 +195,14 @@ class FastDownward(Planner):
         assert mdp is not None
         base, camp = strips_base(mdp)
         t0 = time.perf_counter()
-        use_lifted = lifted and camp is None and base.source is not None
+        # The user's own files whenever the task is planned unabstracted: pure planning, or a
+        # universal CAMP that kept every fluent.
+        whole = camp is None or (
+            camp.context is not None
+            and camp.context.is_universal
+            and len(camp.keep_state) == len(base.state_vars)
+        )
+        use_lifted = lifted and whole and base.source is not None
         with tempfile.TemporaryDirectory(prefix="camp-fd-") as tmp:
             folder = Path(tmp)
             if use_lifted:

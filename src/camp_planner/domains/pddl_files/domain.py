@@ -92,7 +92,8 @@ class PddlFilesDomain(Domain):
                 "seed": 0,
             },
             "csi": {"k1": 1000, "k2": 40, "tasks": 5, "seed": 0},
-            "camp": {"sink_reward": -1000.0},
+            # Distractor objects are irrelevant under every context, the universal one too.
+            "camp": {"sink_reward": -1000.0, "universal_relevance": "learned"},
             "selector": paper_selector_settings(),
             "timeout_s": 60.0,
             "lambda": {"fast_downward": 250.0},
