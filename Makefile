@@ -11,7 +11,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 MSGS_SRC := $(shell find src/camp_msgs -type f 2>/dev/null)
 
-.PHONY: setup demo test lint format typecheck pytest bench clean
+.PHONY: setup demo test lint format typecheck pytest bench bench-dinner clean
 setup: $(STAMPS)/msgs $(STAMPS)/package
 
 $(STAMPS)/venv:
@@ -60,6 +60,10 @@ test: lint typecheck pytest
 bench: setup
 	$(PY) scripts/bench_gridworld.py --tasks 10 --json artifacts/bench_gridworld.json \
 	  --plot docs/img/bench_gridworld.png
+
+bench-dinner: setup
+	$(PY) scripts/bench_dinner.py --sizes 0 50 100 200 --tasks 3 --repeats 3 \
+	  --json artifacts/bench_dinner.json --plot docs/img/bench_dinner.png
 
 clean:
 	rm -rf build $(VENV) .mypy_cache .pytest_cache .ruff_cache
