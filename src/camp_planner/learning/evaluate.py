@@ -124,7 +124,8 @@ def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any
     if "camp" in out and "oracle" in out:
         oracle = out["oracle"]["objective"]["mean"]
         camp = out["camp"]["objective"]["mean"]
-        out["camp"]["fraction_of_oracle"] = camp / oracle if oracle else None
+        # A ratio of objectives only reads as "how close" when both are positive.
+        out["camp"]["fraction_of_oracle"] = camp / oracle if oracle > 0 and camp > 0 else None
     return out
 
 
