@@ -64,6 +64,8 @@ bench: setup
 bench-dinner: setup
 	$(PY) scripts/bench_dinner.py --sizes 0 50 100 200 --tasks 3 --repeats 3 \
 	  --json artifacts/bench_dinner.json --plot docs/img/bench_dinner.png
+	$(PY) scripts/bench_dinner.py --sizes 0 50 100 200 --tasks 3 --repeats 3 --mode resident \
+	  --json artifacts/bench_dinner_resident.json --plot docs/img/bench_dinner_resident.png
 
 clean:
 	rm -rf build $(VENV) .mypy_cache .pytest_cache .ruff_cache

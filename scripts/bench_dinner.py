@@ -39,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=5, help="test tasks per size")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per planner")
     parser.add_argument("--timeout", type=float, default=60.0, help="per planning call (s)")
+    parser.add_argument(
+        "--mode",
+        choices=("driver", "resident"),
+        default="driver",
+        help="Fast Downward through its driver, or with the translator kept resident",
+    )
     parser.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS)
     parser.add_argument("--json", type=Path, help="also write the raw rows here")
     parser.add_argument("--plot", type=Path, help="also write objects vs time (PNG)")
@@ -65,13 +71,15 @@ def _pipeline(size: int, args: argparse.Namespace) -> Pipeline:
     return Pipeline.from_config("dinner", pipe.config, args.artifacts)
 
 
-def _episode(pipe: Pipeline, mdp: StripsMDP, context: Context | None, timeout: float) -> Any:
+def _episode(
+    pipe: Pipeline, mdp: StripsMDP, context: Context | None, timeout: float, mode: str
+) -> Any:
     started = time.perf_counter()
     camp = pipe.build_camp(mdp, context) if context is not None else None
     setup = time.perf_counter() - started
     return run_episode(
         mdp,
-        FastDownward(),
+        FastDownward(mode=mode),
         lam=0.0,
         timeout_s=timeout,
         rng=random.Random(0),
@@ -96,10 +104,10 @@ def _run(args: argparse.Namespace) -> int:
         for t, task in enumerate(pipe.tasks("test")):
             mdp = pipe.domain.make_mdp(task, pipe.config)
             assert isinstance(mdp, StripsMDP) and mdp.task is not None
-            pure = _episode(pipe, mdp, None, args.timeout)
+            pure = _episode(pipe, mdp, None, args.timeout, args.mode)
             best: tuple[int, Context] | None = None
             for context in pipe.space:
-                result = _episode(pipe, mdp, context, args.timeout)
+                result = _episode(pipe, mdp, context, args.timeout, args.mode)
                 if result.success and result.discounted_return >= pure.discounted_return - 1e-9:
                     kept = len(pipe.build_camp(mdp, context).state_vars)
                     if best is None or kept < best[0]:
@@ -112,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
             returns: dict[str, float] = {}
             for _ in range(args.repeats):
                 for label, ctx in (("pure", None), ("camp", context)):
-                    result = _episode(pipe, mdp, ctx, args.timeout)
+                    result = _episode(pipe, mdp, ctx, args.timeout, args.mode)
                     times[label].append(result.compute_time_s)
                     returns[label] = result.discounted_return
             row = {
