@@ -16,6 +16,9 @@ import yaml
 from camp_planner.core.errors import CampError
 from camp_planner.domains.base import Domain
 
+# Settings whose null means "no limit" or "all", even where a domain's default sets a value.
+NULLABLE = frozenset({"contexts.max_contexts", "contexts.variables", "contexts.values"})
+
 
 def load_config(domain: Domain, path: Path | None) -> dict[str, Any]:
     """The domain's defaults, overridden by ``path`` (if given)."""
@@ -60,7 +63,11 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any], path: str, prefix: str
                 out[key] = merged
             else:
                 out[key] = _merge(current, value, path, f"{dotted}.")
-        elif current is not None and not _same_kind(current, value):
+        elif (
+            current is not None
+            and not _same_kind(current, value)
+            and not (value is None and dotted in NULLABLE)
+        ):
             raise CampError(
                 f"setting '{dotted}' in {path} should be {type(current).__name__}, got {value!r}"
             )

@@ -128,3 +128,16 @@ def test_demo_writes_png(tmp_path: Path) -> None:
 def test_select_without_a_bundle_is_a_clear_error(tmp_path: Path) -> None:
     res = _camp("select", "--artifacts", str(tmp_path / "none"), cwd=tmp_path)
     assert res.returncode == 2 and "run `camp train` first" in res.stderr
+
+
+def test_null_means_no_limit_for_optional_context_settings(tmp_path: Path) -> None:
+    from camp_planner.config import load_config
+    from camp_planner.domains import get_domain
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("contexts: {max_contexts: null, values: null}\n")
+    config = load_config(get_domain("dinner"), cfg)
+    assert config["contexts"]["max_contexts"] is None and config["contexts"]["values"] is None
+    cfg.write_text("csi: {k1: null}\n")
+    res = _camp("contexts", "--config", str(cfg), cwd=tmp_path)
+    assert res.returncode == 2 and "should be int" in res.stderr
