@@ -27,6 +27,16 @@ _WALK_POOL = 200
 OP = "op"
 
 
+def _assign(state: State, false: Sequence[int], true: Sequence[int]) -> State:
+    """``state`` with the fluents ``false`` set to 0, then those in ``true`` set to 1."""
+    out = list(state)
+    for i in false:
+        out[i] = 0
+    for i in true:
+        out[i] = 1
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class PddlSource:
     """The lifted files a task came from (planners that read PDDL use them directly)."""
@@ -124,12 +134,7 @@ class StripsMDP(FactoredMDP):
         if name == NOOP or name not in self._pre or not self.applicable(state, name):
             return state
         dels, adds = self._eff[name]
-        out = list(state)
-        for i in dels:
-            out[i] = 0
-        for i in adds:
-            out[i] = 1
-        return tuple(out)
+        return _assign(state, dels, adds)
 
     def applicable_actions(self, state: State) -> Sequence[Action]:
         found = self._applicable_memo.get(state)
@@ -172,12 +177,7 @@ class StripsMDP(FactoredMDP):
     def _force(self, state: State, name: str) -> State:
         """``state`` changed just enough to satisfy operator ``name``'s preconditions."""
         pos, neg = self._pre[name]
-        out = list(state)
-        for i in pos:
-            out[i] = 1
-        for i in neg:
-            out[i] = 0
-        return tuple(out)
+        return _assign(state, neg, pos)
 
     def sample_state_action(self, rng: random.Random) -> tuple[State, Action]:
         """A random operator and a walked-to state forced to satisfy its preconditions, so

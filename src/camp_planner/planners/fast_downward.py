@@ -251,13 +251,16 @@ class FastDownward(Planner):
             "total_s": time.perf_counter() - t0,
             "input": "lifted" if use_lifted else "ground",
         }
-        if not self._plan:
-            raise PlanningError("Fast Downward returned an empty plan for a non-goal state")
 
-    def _run_resident(self, folder: Path, deadline: Deadline) -> list[str]:
+    def _budget(self, deadline: Deadline) -> float:
+        """The seconds left for this call, or a timeout if too few remain to start."""
         budget = deadline.remaining
         if budget < self.min_budget_s:
             raise PlanningTimeout("no time left to start Fast Downward")
+        return budget
+
+    def _run_resident(self, folder: Path, deadline: Deadline) -> list[str]:
+        budget = self._budget(deadline)
         code, log = _RESIDENT.translate(folder, budget)
         if code != 0:
             self._check_code(code, deadline, log)
@@ -299,9 +302,7 @@ class FastDownward(Planner):
         return plan_file.read_text().splitlines()
 
     def _run(self, folder: Path, deadline: Deadline) -> list[str]:
-        budget = deadline.remaining
-        if budget < self.min_budget_s:
-            raise PlanningTimeout("no time left to start Fast Downward")
+        budget = self._budget(deadline)
         cmd = [sys.executable, str(driver_path())]
         if math.isfinite(budget):
             # The driver's own limit lets it stop cleanly; the subprocess timeout is the
