@@ -137,3 +137,38 @@ def test_room_screening_agrees_with_cell_level_reachability(tmp_path: Path) -> N
             assert graph.can_reach_goal(context) == expected, (task.seed, context.name)
             rejected += not expected
     assert rejected > 0  # the check is exercised, not vacuous
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_value_estimate_is_consistent_and_exact_without_enemies(index: int) -> None:
+    task = D.make_tasks(CFG, "train")[index]
+    mdp = D.make_mdp(task, CFG)
+    s0 = mdp.initial_state()
+    reward = task.settings.goal_reward
+
+    def estimate(cell: tuple[int, int]) -> float:
+        value = mdp.value_estimate(mdp.assign_state(s0, 0, cell))
+        assert value is not None
+        return value
+
+    # Consistency (no step can gain more than the discount allows) makes it an upper bound
+    # on the return of every trajectory, so MCTS leaves valued with it stay optimistic.
+    for cell in set(task.cells()) - {task.goal}:
+        for nb in (
+            (cell[0] + 1, cell[1]),
+            (cell[0] - 1, cell[1]),
+            (cell[0], cell[1] + 1),
+            (cell[0], cell[1] - 1),
+        ):
+            if nb != task.goal and task.passable(cell, nb):
+                assert estimate(cell) >= mdp.gamma * estimate(nb) - 1e-9
+            if nb == task.goal and task.passable(cell, nb):
+                assert estimate(cell) == pytest.approx(reward)
+    dist, queue = {task.start: 0}, deque([task.start])
+    while queue:
+        r, c = queue.popleft()
+        for nb in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+            if nb not in dist and task.passable((r, c), nb):
+                dist[nb] = dist[(r, c)] + 1
+                queue.append(nb)
+    assert mdp.value_estimate(s0) == pytest.approx(reward * mdp.gamma ** (dist[task.goal] - 1))

@@ -4,7 +4,7 @@ import random
 import pytest
 from toy_mdps import LEFT, RIGHT, GridMDP, run_episode
 
-from camp_planner.core.mdp import Action
+from camp_planner.core.mdp import Action, State
 from camp_planner.core.planner import Deadline, PlanningError, PlanningTimeout
 from camp_planner.planners.mcts import MCTS
 
@@ -127,3 +127,33 @@ def test_invalid_settings_are_rejected() -> None:
         MCTS(max_iterations=0)
     with pytest.raises(ValueError, match="exploration"):
         MCTS(exploration=-1.0)
+
+
+class _EstimatedGrid(GridMDP):
+    """A grid whose value estimate is the goal reward discounted by the Manhattan distance."""
+
+    def value_estimate(self, state: State) -> float | None:
+        x, y = state
+        d = min(abs(int(x) - gx) + abs(int(y) - gy) for gx, gy in self.goals)
+        return 0.0 if d == 0 else self.goal_reward * self.gamma ** (d - 1)
+
+
+def test_value_estimate_leaves_reach_a_goal_random_rollouts_never_find() -> None:
+    # 30 steps down a corridor within 40: a random walk essentially never gets there.
+    mdp = _EstimatedGrid(("S" + "." * 29 + "G",), gamma=0.99, horizon=40)
+    goal = next(iter(mdp.goals))
+    ends = {}
+    for leaf in ("rollout", "estimate"):
+        planner = MCTS(seed=0, time_per_step=math.inf, max_iterations=60, leaf=leaf)
+        planner.prepare(mdp, Deadline(None))
+        ends[leaf] = run_episode(planner, mdp, random.Random(0))[-1]
+    assert ends["estimate"] == goal
+    assert ends["rollout"] != goal
+
+
+def test_estimate_leaves_need_an_mdp_that_offers_an_estimate() -> None:
+    planner = MCTS(seed=0, max_iterations=10, leaf="estimate")
+    with pytest.raises(PlanningError, match="value estimate"):
+        planner.prepare(GridMDP(CORRIDOR), Deadline(None))
+    with pytest.raises(ValueError, match="leaf"):
+        MCTS(leaf="heuristic")

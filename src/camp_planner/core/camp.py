@@ -141,6 +141,13 @@ class CAMP(FactoredMDP):
     def initial_state(self) -> State:
         return self.sigma(self._base.initial_state())
 
+    def value_estimate(self, state: State) -> float | None:
+        if state == SINK:
+            return None
+        # The base estimate ignores the context: it stays optimistic, and the search learns
+        # where the sink lies.
+        return self._base.value_estimate(self.sigma_inv(state))
+
     def applicable_actions(self, state: State) -> Sequence[Action]:
         if state == SINK:
             return [tuple(self._fill_action[i] for i in self.keep_action)]

@@ -136,6 +136,13 @@ class FactoredMDP(ABC):
             return self.sample_next_state(state, action, random.Random(0))
         return max(outcomes, key=lambda o: o.probability).state
 
+    def value_estimate(self, state: State) -> float | None:
+        """An optimistic estimate of the discounted return still to be earned from ``state``
+        (e.g. the goal reward discounted by a relaxed distance to the goal), for planners
+        that evaluate search leaves with it instead of random rollouts; None if the domain
+        offers none. Planners must stay correct without it: it only guides the search."""
+        return None
+
     # --- what CSI learning needs -----------------------------------------------------------
     @abstractmethod
     def sample_state(self, rng: random.Random) -> State:

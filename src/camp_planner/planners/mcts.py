@@ -48,6 +48,10 @@ class MCTS(Planner):
         rollout_depth: total look-ahead (tree plus rollout) in steps; never beyond the MDP's
             horizon, which is the default.
         reuse_tree: keep the tree between steps (False: a fresh tree per step).
+        leaf: how a new leaf is valued: ``"rollout"`` (a uniformly random policy to the depth
+            limit, the textbook default) or ``"estimate"`` (the MDP's optimistic
+            :meth:`~camp_planner.core.mdp.FactoredMDP.value_estimate`, for sparse goals that
+            random rollouts never reach).
 
     After each :meth:`act`, ``last_iterations`` and ``last_tree_size`` describe the search.
     """
@@ -62,6 +66,7 @@ class MCTS(Planner):
         exploration: float = 1.0,
         rollout_depth: int | None = None,
         reuse_tree: bool = True,
+        leaf: str = "rollout",
     ) -> None:
         super().__init__(seed)
         if not time_per_step > 0:
@@ -72,6 +77,9 @@ class MCTS(Planner):
             raise ValueError(f"exploration must be non-negative, got {exploration}")
         if rollout_depth is not None and rollout_depth < 1:
             raise ValueError(f"rollout_depth must be at least 1, got {rollout_depth}")
+        if leaf not in ("rollout", "estimate"):
+            raise ValueError(f"leaf must be 'rollout' or 'estimate', got {leaf!r}")
+        self.leaf = leaf
         self.time_per_step = time_per_step
         self.max_iterations = max_iterations
         self.exploration = exploration
@@ -89,6 +97,11 @@ class MCTS(Planner):
 
     def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
         deadline.check()
+        if self.leaf == "estimate" and mdp.value_estimate(mdp.initial_state()) is None:
+            raise PlanningError(
+                f"MCTS leaf='estimate' needs a value estimate, and {mdp.name} offers none; "
+                "use leaf='rollout'"
+            )
         self._mdp = mdp
         self._rng = random.Random(self.seed)
         self._max_depth = max(1, mdp.horizon)
@@ -189,7 +202,7 @@ class MCTS(Planner):
                 child_actions = mdp.applicable_actions(state)
                 if child_actions:
                     tree[key] = _Node(child_actions, rng)
-                    leaf_value = self._rollout(state, depth, max_depth)
+                    leaf_value = self._leaf_value(state, depth, max_depth)
                 break
             node = child
 
@@ -222,6 +235,14 @@ class MCTS(Planner):
             if score > best_score:
                 best, best_score = i, score
         return best
+
+    def _leaf_value(self, state: State, depth: int, max_depth: int) -> float:
+        if self.leaf == "estimate":
+            assert self._mdp is not None
+            estimate = self._mdp.value_estimate(state)
+            if estimate is not None:
+                return estimate
+        return self._rollout(state, depth, max_depth)
 
     def _rollout(self, state: State, depth: int, max_depth: int) -> float:
         """Discounted return of a uniformly random policy from ``state`` to the depth limit."""

@@ -90,8 +90,26 @@ class GridworldMDP(FactoredMDP):
         self._room_slots = {
             room: [k for k, r in enumerate(self._slot_room) if r == room] for room in range(9)
         }
+        self._goal_distance = self._distances_to_goal()
 
     # --- helpers ---------------------------------------------------------------------------
+    def _distances_to_goal(self) -> dict[Cell, int]:
+        """Maze distance of every cell to the goal, ignoring enemies (a relaxation)."""
+        task = self._task
+        dist = {task.goal: 0}
+        frontier = [task.goal]
+        while frontier:
+            nxt: list[Cell] = []
+            for cell in frontier:
+                for dr, dc in MOVES.values():
+                    other = (cell[0] + dr, cell[1] + dc)
+                    inside = 0 <= other[0] < task.height and 0 <= other[1] < task.width
+                    if inside and other not in dist and task.passable(other, cell):
+                        dist[other] = dist[cell] + 1
+                        nxt.append(other)
+            frontier = nxt
+        return dist
+
     def enemy_cell(self, slot: int, value: Hashable) -> Cell | None:
         """Global cell of an enemy slot's value, or None if removed/absent."""
         if value in (REMOVED, ABSENT):
@@ -163,6 +181,16 @@ class GridworldMDP(FactoredMDP):
 
     def is_terminal(self, state: State) -> bool:
         return state[0] == self._task.goal
+
+    def value_estimate(self, state: State) -> float | None:
+        # Enemies can only delay the agent, so the goal reward discounted by the maze
+        # distance bounds the value from above.
+        pos = state[0]
+        assert isinstance(pos, tuple)
+        d = self._goal_distance.get((int(pos[0]), int(pos[1])))
+        if not d:  # unreachable, or already at the goal (terminal)
+            return 0.0
+        return float(self._task.settings.goal_reward * self.gamma ** (d - 1))
 
     def applicable_actions(self, state: State) -> Sequence[Action]:
         noop = [0] * _N_SLOTS
