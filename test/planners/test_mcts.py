@@ -132,10 +132,12 @@ def test_invalid_settings_are_rejected() -> None:
 class _EstimatedGrid(GridMDP):
     """A grid whose value estimate is the goal reward discounted by the Manhattan distance."""
 
-    def value_estimate(self, state: State) -> float | None:
+    def value_estimate(self, state: State, steps_left: int | None = None) -> float | None:
         x, y = state
         d = min(abs(int(x) - gx) + abs(int(y) - gy) for gx, gy in self.goals)
-        return 0.0 if d == 0 else self.goal_reward * self.gamma ** (d - 1)
+        if d == 0 or (steps_left is not None and d > steps_left):
+            return 0.0
+        return self.goal_reward * self.gamma ** (d - 1)
 
 
 def test_value_estimate_leaves_reach_a_goal_random_rollouts_never_find() -> None:

@@ -141,12 +141,12 @@ class CAMP(FactoredMDP):
     def initial_state(self) -> State:
         return self.sigma(self._base.initial_state())
 
-    def value_estimate(self, state: State) -> float | None:
+    def value_estimate(self, state: State, steps_left: int | None = None) -> float | None:
         if state == SINK:
             return None
         # The base estimate ignores the context: it stays optimistic, and the search learns
         # where the sink lies.
-        return self._base.value_estimate(self.sigma_inv(state))
+        return self._base.value_estimate(self.sigma_inv(state), steps_left)
 
     def applicable_actions(self, state: State) -> Sequence[Action]:
         if state == SINK:

@@ -136,11 +136,12 @@ class FactoredMDP(ABC):
             return self.sample_next_state(state, action, random.Random(0))
         return max(outcomes, key=lambda o: o.probability).state
 
-    def value_estimate(self, state: State) -> float | None:
+    def value_estimate(self, state: State, steps_left: int | None = None) -> float | None:
         """An optimistic estimate of the discounted return still to be earned from ``state``
-        (e.g. the goal reward discounted by a relaxed distance to the goal), for planners
-        that evaluate search leaves with it instead of random rollouts; None if the domain
-        offers none. Planners must stay correct without it: it only guides the search."""
+        within ``steps_left`` more steps (None: no limit), e.g. the goal reward discounted by
+        a relaxed distance to the goal, and 0 when even that distance exceeds the steps left;
+        for planners that evaluate search leaves with it instead of random rollouts. None if
+        the domain offers none. Planners must stay correct without it: it only guides."""
         return None
 
     # --- what CSI learning needs -----------------------------------------------------------

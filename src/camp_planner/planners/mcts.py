@@ -239,7 +239,7 @@ class MCTS(Planner):
     def _leaf_value(self, state: State, depth: int, max_depth: int) -> float:
         if self.leaf == "estimate":
             assert self._mdp is not None
-            estimate = self._mdp.value_estimate(state)
+            estimate = self._mdp.value_estimate(state, self._max_depth - depth)
             if estimate is not None:
                 return estimate
         return self._rollout(state, depth, max_depth)

@@ -182,14 +182,14 @@ class GridworldMDP(FactoredMDP):
     def is_terminal(self, state: State) -> bool:
         return state[0] == self._task.goal
 
-    def value_estimate(self, state: State) -> float | None:
+    def value_estimate(self, state: State, steps_left: int | None = None) -> float | None:
         # Enemies can only delay the agent, so the goal reward discounted by the maze
         # distance bounds the value from above.
         pos = state[0]
         assert isinstance(pos, tuple)
         d = self._goal_distance.get((int(pos[0]), int(pos[1])))
-        if not d:  # unreachable, or already at the goal (terminal)
-            return 0.0
+        if not d or (steps_left is not None and d > steps_left):
+            return 0.0  # unreachable (in time), or already at the goal (terminal)
         return float(self._task.settings.goal_reward * self.gamma ** (d - 1))
 
     def applicable_actions(self, state: State) -> Sequence[Action]:
