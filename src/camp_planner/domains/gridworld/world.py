@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from camp_planner.domains.room_grid import random_door_graph
+
 Cell = tuple[int, int]  # (row, col), row 0 at the top
 
 N_ROOMS = 9
@@ -121,7 +123,7 @@ def generate_task(task_id: int, seed: int, settings: GridworldSettings) -> Gridw
     cols = (rng.choice((2, 3)), rng.choice((2, 3)), rng.choice((2, 3)))
     skeleton = GridworldTask(task_id, seed, rows, cols, frozenset(), (0, 0), (0, 0), (), settings)
     doors: set[tuple[Cell, Cell]] = set()
-    for a, b in _room_doors(rng, settings.extra_door_prob):
+    for a, b in random_door_graph(rng, settings.extra_door_prob):
         ca, cb = _door_cells(skeleton, a, b, rng)
         doors.add((ca, cb))
         doors.add((cb, ca))
@@ -138,30 +140,6 @@ def generate_task(task_id: int, seed: int, settings: GridworldSettings) -> Gridw
     return GridworldTask(
         task_id, seed, rows, cols, frozenset(doors), start, goal, tuple(enemies), settings
     )
-
-
-def _room_doors(rng: random.Random, extra_prob: float) -> list[tuple[int, int]]:
-    """A random spanning tree over the 3×3 room graph (so every room is reachable) plus extra
-    doors, each as a (room, room) pair."""
-    edges = [(r, r + 1) for r in range(9) if r % 3 != 2] + [(r, r + 3) for r in range(6)]
-    rng.shuffle(edges)
-    parent = list(range(9))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    chosen = []
-    for a, b in edges:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
-            chosen.append((a, b))
-        elif rng.random() < extra_prob:
-            chosen.append((a, b))
-    return chosen
 
 
 def _door_cells(task: GridworldTask, a: int, b: int, rng: random.Random) -> tuple[Cell, Cell]:

@@ -1,0 +1,1 @@
+"""Domain D3: navigation among movable obstacles (NAMO) with a mobile manipulator."""

@@ -1,0 +1,85 @@
+"""Top-down PNG renders of NAMO scenes: rooms the context allows, dropped boxes greyed, the
+robot's base path and the boxes it moved (drawn from the pure task geometry, so rendering
+needs no simulator)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
+
+from camp_planner.domains.namo.world import N_ROOMS, NamoTask, Pose2D
+
+ALLOWED = "#dbeafe"
+FORBIDDEN = "#e5e7eb"
+WALL = "#1f2937"
+BOX = "#2563eb"
+DROPPED = "#9ca3af"
+GOAL = "#dc2626"
+PATH = "#f59e0b"
+
+
+def draw_scene(
+    ax: Any,
+    task: NamoTask,
+    *,
+    allowed_rooms: Collection[int] | None = None,
+    dropped: Collection[str] = (),
+    base_path: Sequence[Pose2D] = (),
+    moved: Mapping[str, tuple[float, float]] | None = None,
+    title: str = "",
+) -> None:
+    """Draw ``task`` on ``ax``: rooms (allowed ones tinted), walls, boxes (dropped ones grey,
+    moved ones at their new place with an arrow from the old), goal, start and base path."""
+    allowed = set(range(N_ROOMS)) if allowed_rooms is None else set(allowed_rooms)
+    moved = dict(moved or {})
+    for room in range(N_ROOMS):
+        x0, y0, x1, y1 = task.room_rect(room)
+        colour = ALLOWED if room in allowed else FORBIDDEN
+        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=colour, edgecolor="none"))
+        ax.text(x0 + 0.12, y0 + 0.12, str(room), fontsize=7, color="#6b7280")
+    for x0, y0, x1, y1 in task.walls():
+        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=WALL, edgecolor="none"))
+    for box in task.boxes:
+        colour = DROPPED if box.name in dropped else BOX
+        at = moved.get(box.name)
+        if at is not None:
+            x0, y0, x1, y1 = task.box_rect(box.x, box.y)
+            ax.add_patch(
+                Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, ls="--", ec=colour, lw=1)
+            )
+            ax.add_patch(FancyArrowPatch((box.x, box.y), at, arrowstyle="->", color=colour, lw=1))
+        bx, by = at if at is not None else (box.x, box.y)
+        x0, y0, x1, y1 = task.box_rect(bx, by)
+        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=colour, edgecolor="none"))
+    gx, gy = task.goal
+    ax.add_patch(Circle((gx, gy), task.settings.reach, fill=False, ls=":", ec=GOAL, lw=1))
+    ax.add_patch(Circle((gx, gy), 0.12, color=GOAL))
+    sx, sy, _ = task.start
+    h = task.settings.base_half_extent
+    ax.add_patch(Rectangle((sx - h, sy - h), 2 * h, 2 * h, fill=False, ec="#111827", lw=1.2))
+    if base_path:
+        ax.plot([p[0] for p in base_path], [p[1] for p in base_path], color=PATH, lw=2)
+    size = task.settings.world_size
+    ax.set_xlim(-0.2, size + 0.2)
+    ax.set_ylim(-0.2, size + 0.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    if title:
+        ax.set_title(title, fontsize=9)
+
+
+def render_scene(task: NamoTask, path: Path, **kwargs: Any) -> None:
+    """One scene (see :func:`draw_scene` for the options) written to ``path`` as a PNG."""
+    fig, ax = plt.subplots(figsize=(5.0, 5.0))
+    draw_scene(ax, task, **kwargs)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,226 @@
+"""NAMO tasks (paper domain D3): a 3×3 grid of rooms with movable boxes, as pure geometry.
+
+Metres, x to the right and y up; room ``row * 3 + col`` spans ``[col·S, (col+1)·S] ×
+[row·S, (row+1)·S]`` for room size ``S``, so the robot starts in room 0 (bottom left) and the
+goal object stands in room 8 (top right). Walls are axis-aligned rectangles with doorways;
+boxes stand in per-room slots, one slot in front of every doorway of the room (so boxes really
+block passages) and the rest spread over the floor. Everything here is plain data, shared by
+the simulator adapter (``camp_planner.sim``), the renderer and the features; a task is fully
+described by its seed and settings.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+from camp_planner.domains.room_grid import random_door_graph
+
+Rect = tuple[float, float, float, float]  # x0, y0, x1, y1
+Pose2D = tuple[float, float, float]  # x, y, yaw
+
+N_ROOMS = 9
+GOAL_ROOM = 8
+START_ROOM = 0
+
+
+@dataclass(frozen=True)
+class NamoSettings:
+    """What the generator varies, and the fixed geometry of the world and the robot."""
+
+    room_size: float = 3.0
+    wall_thickness: float = 0.1
+    wall_height: float = 1.0
+    door_width: float = 1.0
+    extra_door_prob: float = 0.35
+    slots_per_room: int = 5
+    fill_prob: float = 0.5
+    box_size: tuple[float, float, float] = (0.3, 0.3, 0.7)
+    base_half_extent: float = 0.3  # the holonomic base is a 0.6 m square
+    base_height: float = 0.3
+    goal_radius: float = 0.06  # the goal object: a red cylinder
+    reach: float = 0.75  # success: base centre within this distance of the goal object
+    goal_reward: float = 1000.0
+
+    @property
+    def world_size(self) -> float:
+        return 3 * self.room_size
+
+
+@dataclass(frozen=True)
+class Door:
+    """A doorway between rooms ``a < b``: its centre and whether the wall is vertical."""
+
+    a: int
+    b: int
+    x: float
+    y: float
+    vertical_wall: bool  # True: rooms side by side (b = a + 1); False: b = a + 3
+
+
+@dataclass(frozen=True)
+class Box:
+    """A movable box standing at (x, y), axis-aligned, in ``room``."""
+
+    name: str
+    room: int
+    x: float
+    y: float
+
+
+@dataclass(frozen=True)
+class NamoTask:
+    """One NAMO task: layout, boxes, robot start and goal object."""
+
+    task_id: int
+    seed: int
+    doors: tuple[Door, ...]
+    boxes: tuple[Box, ...]
+    start: Pose2D
+    goal: tuple[float, float]
+    settings: NamoSettings = field(default_factory=NamoSettings)
+
+    def room_of(self, x: float, y: float) -> int:
+        """The room containing point (x, y), clamped to the grid."""
+        s = self.settings.room_size
+        col = min(max(int(x // s), 0), 2)
+        row = min(max(int(y // s), 0), 2)
+        return row * 3 + col
+
+    def room_rect(self, room: int) -> Rect:
+        s = self.settings.room_size
+        row, col = divmod(room, 3)
+        return (col * s, row * s, (col + 1) * s, (row + 1) * s)
+
+    def walls(self) -> list[Rect]:
+        """Every wall as a rectangle: the outer boundary and interior walls with doorways."""
+        st = self.settings
+        size, half_t = st.world_size, st.wall_thickness / 2
+        walls: list[Rect] = [
+            (-half_t, -half_t, size + half_t, half_t),
+            (-half_t, size - half_t, size + half_t, size + half_t),
+            (-half_t, -half_t, half_t, size + half_t),
+            (size - half_t, -half_t, size + half_t, size + half_t),
+        ]
+        doors = {(d.a, d.b): d for d in self.doors}
+        for a in range(N_ROOMS):
+            for b, vertical in ((a + 1, True), (a + 3, False)):
+                if (vertical and a % 3 == 2) or b >= N_ROOMS:
+                    continue
+                x0, y0, x1, y1 = self.room_rect(a)
+                # The wall between a and b, from one room corner to the next.
+                if vertical:
+                    lo, hi, at = y0, y1, x1
+                else:
+                    lo, hi, at = x0, x1, y1
+                door = doors.get((a, b))
+                spans = [(lo, hi)]
+                if door is not None:
+                    centre = door.y if vertical else door.x
+                    spans = [(lo, centre - st.door_width / 2), (centre + st.door_width / 2, hi)]
+                for s0, s1 in spans:
+                    if s1 - s0 <= 1e-9:
+                        continue
+                    if vertical:
+                        walls.append((at - half_t, s0, at + half_t, s1))
+                    else:
+                        walls.append((s0, at - half_t, s1, at + half_t))
+        return walls
+
+    def box_rect(self, x: float, y: float) -> Rect:
+        hx, hy = self.settings.box_size[0] / 2, self.settings.box_size[1] / 2
+        return (x - hx, y - hy, x + hx, y + hy)
+
+    def box(self, name: str) -> Box:
+        for b in self.boxes:
+            if b.name == name:
+                return b
+        raise KeyError(f"task {self.task_id} has no box '{name}'")
+
+    def reached(self, x: float, y: float) -> bool:
+        gx, gy = self.goal
+        return math.hypot(x - gx, y - gy) <= self.settings.reach
+
+    def door_graph(self) -> dict[int, set[int]]:
+        graph: dict[int, set[int]] = {r: set() for r in range(N_ROOMS)}
+        for d in self.doors:
+            graph[d.a].add(d.b)
+            graph[d.b].add(d.a)
+        return graph
+
+
+def generate_task(task_id: int, seed: int, settings: NamoSettings | None = None) -> NamoTask:
+    """A random task; the same (seed, settings) always gives the same task."""
+    st = settings or NamoSettings()
+    rng = random.Random(seed)
+    s, w = st.room_size, st.door_width
+    margin = st.wall_thickness / 2 + 0.15
+    doors: list[Door] = []
+    for a, b in sorted(random_door_graph(rng, st.extra_door_prob)):
+        row, col = divmod(a, 3)
+        along = rng.uniform(margin + w / 2, s - margin - w / 2)
+        if b == a + 1:
+            doors.append(Door(a, b, (col + 1) * s, row * s + along, True))
+        else:
+            doors.append(Door(a, b, col * s + along, (row + 1) * s, False))
+    skeleton = NamoTask(task_id, seed, tuple(doors), (), (0.0, 0.0, 0.0), (0.0, 0.0), st)
+
+    # The start and the goal object first, so that no box is placed on top of them.
+    start = _free_point(rng, skeleton.room_rect(START_ROOM), 0.6, [])
+    goal = _free_point(rng, skeleton.room_rect(GOAL_ROOM), 0.6, [])
+    start_pose: Pose2D = (start[0], start[1], rng.uniform(-math.pi, math.pi))
+
+    boxes: list[Box] = []
+    box_clearance = st.wall_thickness / 2 + max(st.box_size[:2]) / 2 + 0.05
+    for room in range(N_ROOMS):
+        if room == GOAL_ROOM:
+            continue
+        rect = skeleton.room_rect(room)
+        slots: list[tuple[float, float]] = []
+        # One slot just inside every doorway of the room: boxes there block the passage.
+        for d in doors:
+            if room not in (d.a, d.b) or len(slots) >= st.slots_per_room:
+                continue
+            sign = 1.0 if room == d.b else -1.0
+            depth = st.wall_thickness / 2 + st.box_size[0] / 2 + 0.2
+            if d.vertical_wall:
+                slots.append((d.x + sign * depth, d.y))
+            else:
+                slots.append((d.x, d.y + sign * depth))
+        keep_clear = [start[:2]] if room == START_ROOM else []
+        while len(slots) < st.slots_per_room:
+            p = _free_point(rng, rect, box_clearance, slots, keep_clear)
+            slots.append(p)
+        for k, (x, y) in enumerate(slots):
+            if rng.random() < st.fill_prob:
+                if room == START_ROOM and math.dist((x, y), start[:2]) < 0.8:
+                    continue
+                boxes.append(Box(f"box_r{room}_{k}", room, x, y))
+    return NamoTask(task_id, seed, tuple(doors), tuple(boxes), start_pose, goal, st)
+
+
+def _free_point(
+    rng: random.Random,
+    rect: Rect,
+    clearance: float,
+    taken: list[tuple[float, float]],
+    keep_clear: list[tuple[float, float]] | None = None,
+) -> tuple[float, float]:
+    """A point of ``rect`` at least ``clearance`` from its walls and 0.55 m from ``taken``
+    (0.9 m from ``keep_clear``); after many failed draws, the best one seen."""
+    x0, y0, x1, y1 = rect
+    best, best_gap = (0.5 * (x0 + x1), 0.5 * (y0 + y1)), -math.inf
+    for _ in range(200):
+        p = (
+            rng.uniform(x0 + clearance, x1 - clearance),
+            rng.uniform(y0 + clearance, y1 - clearance),
+        )
+        gaps = [math.dist(p, q) - 0.55 for q in taken]
+        gaps += [math.dist(p, q) - 0.9 for q in keep_clear or []]
+        gap = min(gaps, default=math.inf)
+        if gap >= 0:
+            return p
+        if gap > best_gap:
+            best, best_gap = p, gap
+    return best

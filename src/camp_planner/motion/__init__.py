@@ -1,0 +1,1 @@
+"""Motion planning adapters: the only package that imports OMPL."""

@@ -1,0 +1,112 @@
+"""Base motion planning in SE(2) with OMPL's own planners (the one module importing OMPL).
+
+The caller supplies the collision world as a plain ``is_valid(x, y, yaw)`` callable, so this
+module knows nothing about PyBullet or NAMO. OMPL checks states along every edge at
+``resolution`` (a fraction of the space's extent); the solution is simplified, interpolated
+into waypoints no further apart than ``step`` metres, and every waypoint is checked again
+before the path is returned. All OMPL objects live inside the call (module-level ones leak).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ompl import base as ob
+from ompl import geometric as og
+from ompl import util as ou
+
+Pose2D = tuple[float, float, float]
+
+PLANNERS: dict[str, Callable[[object], object]] = {
+    "RRTConnect": og.RRTConnect,
+    "RRT": og.RRT,
+    "RRTstar": og.RRTstar,
+    "PRM": og.PRM,
+    "KPIECE1": og.KPIECE1,
+    "BITstar": og.BITstar,
+}
+
+
+@dataclass(frozen=True)
+class MotionResult:
+    """A planned base path (``None`` if none was found in time) and what it cost."""
+
+    path: list[Pose2D] | None
+    solve_time_s: float
+    checks: int
+    timed_out: bool
+
+
+def plan_base_path(
+    start: Pose2D,
+    goal: Pose2D,
+    bounds: tuple[float, float, float, float],
+    is_valid: Callable[[float, float, float], bool],
+    *,
+    timeout_s: float = 5.0,
+    seed: int = 0,
+    planner: str = "RRTConnect",
+    resolution: float = 0.002,
+    step: float = 0.05,
+    simplify: bool = True,
+) -> MotionResult:
+    """A collision-free SE(2) path from ``start`` to ``goal`` within ``bounds`` =
+    (x_min, y_min, x_max, y_max), or ``path=None`` when OMPL finds none before ``timeout_s``.
+
+    Raises ValueError for an unknown planner name or a non-positive timeout."""
+    if planner not in PLANNERS:
+        raise ValueError(f"unknown OMPL planner '{planner}'; choose one of: {', '.join(PLANNERS)}")
+    if not timeout_s > 0:
+        raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+    checks = 0
+    t0 = time.perf_counter()
+    if not (is_valid(*start) and is_valid(*goal)):
+        return MotionResult(None, time.perf_counter() - t0, 2, False)
+
+    ou.setLogLevel(ou.LOG_ERROR)
+    ou.RNG.setSeed(seed)
+    space = ob.SE2StateSpace()
+    box = ob.RealVectorBounds(2)
+    box.setLow(0, bounds[0])
+    box.setLow(1, bounds[1])
+    box.setHigh(0, bounds[2])
+    box.setHigh(1, bounds[3])
+    space.setBounds(box)
+    setup = og.SimpleSetup(space)
+
+    def valid(state: object) -> bool:
+        nonlocal checks
+        checks += 1
+        return bool(is_valid(state.getX(), state.getY(), state.getYaw()))  # type: ignore[attr-defined]
+
+    setup.setStateValidityChecker(valid)
+    info = setup.getSpaceInformation()
+    info.setStateValidityCheckingResolution(resolution)
+    s, g = space.allocState(), space.allocState()
+    for st, (x, y, yaw) in ((s, start), (g, goal)):
+        st.setX(x)
+        st.setY(y)
+        st.setYaw(yaw)
+    setup.setStartAndGoalStates(s, g)
+    setup.setPlanner(PLANNERS[planner](info))
+    solved = setup.solve(timeout_s)
+    if not (solved and setup.haveExactSolutionPath()):
+        elapsed = time.perf_counter() - t0
+        return MotionResult(None, elapsed, checks, elapsed >= timeout_s * 0.99)
+    if simplify:
+        remaining = max(timeout_s - (time.perf_counter() - t0), 1e-3)
+        setup.simplifySolution(min(remaining, 0.5))
+    path = setup.getSolutionPath()
+    n = max(2, math.ceil(path.length() / step) + 1)
+    path.interpolate(n)
+    poses = [(float(p.getX()), float(p.getY()), float(p.getYaw())) for p in path.getStates()]
+    # OMPL checked the edges at its resolution; the returned waypoints are what execution
+    # replays, so each is checked again.
+    for pose in poses:
+        checks += 1
+        if not is_valid(*pose):
+            return MotionResult(None, time.perf_counter() - t0, checks, False)
+    return MotionResult(poses, time.perf_counter() - t0, checks, False)

@@ -1,0 +1,196 @@
+"""The PyBullet world of a NAMO task: walls, boxes, the goal object and a mobile manipulator.
+
+The robot is a holonomic 0.6 m square base carrying a Franka Panda from ``pybullet_data``,
+mounted towards the back of the base and tucked for driving. The base is placed kinematically
+(``resetBasePositionAndOrientation``): motion plans are checked pose by pose along finely
+interpolated paths, and execution replays them the same way, so nothing is teleported past an
+obstacle unchecked. A held box is carried rigidly under the gripper and checked with the robot.
+
+Collision checking is AABB-pruned: each robot part's bounding box asks PyBullet's broadphase
+for overlapping bodies, and only those get an exact ``getClosestPoints`` query. Every call
+passes the physics client id explicitly; a scene never touches a global client.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import pybullet as pb
+import pybullet_data
+
+from camp_planner.domains.namo.world import NamoTask, Pose2D
+
+TUCKED = (0.0, 0.0, 0.0, -3.0, 0.0, 3.0, 0.8)  # Panda joints 1-7: folded over the base
+ARM_MOUNT_X = -0.12  # the arm's base sits behind the base's centre, so the tucked arm fits
+GRASP_LINK = 11  # panda_grasptarget
+_ARM_LINKS = range(-1, 12)
+
+
+def _quat(yaw: float) -> tuple[float, float, float, float]:
+    return (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
+
+
+@contextmanager
+def direct_client() -> Iterator[int]:
+    """A private PyBullet physics server (DIRECT mode, no GUI), disconnected on exit."""
+    client = pb.connect(pb.DIRECT)
+    try:
+        pb.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=client)
+        yield client
+    finally:
+        pb.disconnect(physicsClientId=client)
+
+
+class NamoScene:
+    """One task's world in the PyBullet server ``client``.
+
+    ``boxes`` names the movable boxes to create (default: all of the task's). A CAMP's
+    collision world is built from the boxes it keeps, so dropped boxes cost nothing.
+    """
+
+    def __init__(self, task: NamoTask, client: int, boxes: Iterable[str] | None = None) -> None:
+        self.task = task
+        self.client = client
+        st = task.settings
+        c = client
+        self.checks = 0
+        self.walls: list[int] = []
+        for x0, y0, x1, y1 in task.walls():
+            self.walls.append(
+                self._static_box(
+                    ((x1 - x0) / 2, (y1 - y0) / 2, st.wall_height / 2),
+                    ((x0 + x1) / 2, (y0 + y1) / 2, st.wall_height / 2),
+                    (0.15, 0.16, 0.2, 1.0),
+                )
+            )
+        wanted = None if boxes is None else set(boxes)
+        self.boxes: dict[str, int] = {}
+        half = (st.box_size[0] / 2, st.box_size[1] / 2, st.box_size[2] / 2)
+        for box in task.boxes:
+            if wanted is None or box.name in wanted:
+                self.boxes[box.name] = self._static_box(
+                    half, (box.x, box.y, half[2]), (0.15, 0.39, 0.92, 1.0)
+                )
+        if wanted is not None and wanted - set(self.boxes):
+            unknown = ", ".join(sorted(wanted - set(self.boxes)))
+            raise KeyError(f"task {task.task_id} has no box named {unknown}")
+        goal_shape = pb.createCollisionShape(
+            pb.GEOM_CYLINDER, radius=st.goal_radius, height=0.2, physicsClientId=c
+        )
+        self.goal = pb.createMultiBody(0.0, goal_shape, -1, (*task.goal, 0.1), physicsClientId=c)
+        hb = st.base_half_extent
+        self.base = self._static_box((hb, hb, st.base_height / 2), (0, 0, 0), (0.3, 0.3, 0.3, 1))
+        self.arm = pb.loadURDF(
+            "franka_panda/panda.urdf", (0, 0, st.base_height), useFixedBase=True, physicsClientId=c
+        )
+        for j, q in enumerate(TUCKED):
+            pb.resetJointState(self.arm, j, q, physicsClientId=c)
+        self.held: str | None = None
+        self._held_offset = (0.0, 0.0, 0.0)
+        self._names = {v: k for k, v in self.boxes.items()}
+        self._names.update({w: "wall" for w in self.walls})
+        self._names[self.goal] = "goal"
+        self._robot = {self.base, self.arm}
+        self.pose: Pose2D = task.start
+        self.set_base(task.start)
+        self._measure_robot()
+
+    def _static_box(
+        self,
+        half: tuple[float, float, float],
+        at: tuple[float, float, float],
+        rgba: tuple[float, float, float, float],
+    ) -> int:
+        c = self.client
+        shape = pb.createCollisionShape(pb.GEOM_BOX, halfExtents=half, physicsClientId=c)
+        visual = pb.createVisualShape(
+            pb.GEOM_BOX, halfExtents=half, rgbaColor=rgba, physicsClientId=c
+        )
+        return int(pb.createMultiBody(0.0, shape, visual, at, physicsClientId=c))
+
+    # --- placing things ---------------------------------------------------------------------
+    def set_base(self, pose: Pose2D) -> None:
+        """Put the base (and the arm and any held box with it) at ``pose``."""
+        c = self.client
+        x, y, yaw = pose
+        quat = _quat(yaw)
+        h = self.task.settings.base_height
+        pb.resetBasePositionAndOrientation(self.base, (x, y, h / 2), quat, physicsClientId=c)
+        ax, ay = x + ARM_MOUNT_X * math.cos(yaw), y + ARM_MOUNT_X * math.sin(yaw)
+        pb.resetBasePositionAndOrientation(self.arm, (ax, ay, h), quat, physicsClientId=c)
+        if self.held is not None:
+            dx, dy, z = self._held_offset
+            hx = x + dx * math.cos(yaw) - dy * math.sin(yaw)
+            hy = y + dx * math.sin(yaw) + dy * math.cos(yaw)
+            pb.resetBasePositionAndOrientation(
+                self.boxes[self.held], (hx, hy, z), quat, physicsClientId=c
+            )
+        self.pose = pose
+
+    def box_position(self, name: str) -> tuple[float, float]:
+        pos, _ = pb.getBasePositionAndOrientation(self.boxes[name], physicsClientId=self.client)
+        return (float(pos[0]), float(pos[1]))
+
+    def place_box(self, name: str, x: float, y: float, yaw: float = 0.0) -> None:
+        """Put box ``name`` standing on the floor at (x, y)."""
+        z = self.task.settings.box_size[2] / 2
+        pb.resetBasePositionAndOrientation(
+            self.boxes[name], (x, y, z), _quat(yaw), physicsClientId=self.client
+        )
+
+    # --- collision checking -----------------------------------------------------------------
+    def robot_parts(self) -> list[int]:
+        parts = [self.base, self.arm]
+        if self.held is not None:
+            parts.append(self.boxes[self.held])
+        return parts
+
+    def collisions(self, pose: Pose2D | None = None, margin: float = 0.0) -> set[str]:
+        """Names of everything the robot (with a held box) overlaps at ``pose`` (default: where
+        it is): box names, ``"wall"`` and ``"goal"``. ``margin`` > 0 also reports bodies
+        closer than that."""
+        if pose is not None:
+            self.set_base(pose)
+        self.checks += 1
+        c = self.client
+        x, y, _ = self.pose
+        r = self._radius + margin
+        # One broadphase query with a yaw-independent box around the whole robot, then exact
+        # distances only against what it returns.
+        found = pb.getOverlappingObjects(
+            (x - r, y - r, -1.0), (x + r, y + r, self._top + margin), physicsClientId=c
+        )
+        own = set(self.robot_parts())
+        hits: set[str] = set()
+        for body in {int(b) for b, _ in found or ()} - own:
+            name = self._names.get(body)
+            if name is None:
+                continue
+            for part in own:
+                points = pb.getClosestPoints(part, body, margin, physicsClientId=c)
+                if any(p[8] < margin - 1e-6 for p in points):
+                    hits.add(name)
+                    break
+        return hits
+
+    def _measure_robot(self) -> None:
+        """The robot's horizontal radius around the base centre and its height, for the
+        broadphase box (recomputed when it picks or drops a box)."""
+        c = self.client
+        x, y, _ = self.pose
+        radius, top = 0.0, 0.0
+        for part in self.robot_parts():
+            links = _ARM_LINKS if part == self.arm else (-1,)
+            for link in links:
+                lo, hi = pb.getAABB(part, link, physicsClientId=c)
+                for cx in (lo[0], hi[0]):
+                    for cy in (lo[1], hi[1]):
+                        radius = max(radius, math.hypot(cx - x, cy - y))
+                top = max(top, hi[2])
+        self._radius = radius + 0.01
+        self._top = top + 0.01
+
+    def is_free(self, pose: Pose2D, margin: float = 0.0) -> bool:
+        return not self.collisions(pose, margin)

@@ -1,0 +1,62 @@
+import math
+
+import pytest
+
+from camp_planner.domains.namo.world import generate_task
+from camp_planner.motion.ompl_se2 import plan_base_path
+from camp_planner.sim.namo_scene import NamoScene, direct_client
+
+TASK = generate_task(0, 1000)
+BOUNDS = (0.0, 0.0, 9.0, 9.0)
+
+
+def _wall_free(x: float, y: float, yaw: float) -> bool:
+    # A 9 × 9 m square with one wall across the middle, open at the top.
+    return not (4.0 < x < 5.0 and y < 7.0) and 0.3 < x < 8.7 and 0.3 < y < 8.7
+
+
+def test_path_goes_around_the_wall_and_every_waypoint_is_valid() -> None:
+    result = plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, _wall_free, seed=1)
+    assert result.path is not None and not result.timed_out
+    assert result.path[0] == pytest.approx((1.0, 1.0, 0.0))
+    assert result.path[-1] == pytest.approx((8.0, 1.0, 0.0))
+    assert all(_wall_free(*p) for p in result.path)
+    assert max(p[1] for p in result.path) > 7.0  # it had to go over the top
+    steps = [math.dist(a[:2], b[:2]) for a, b in zip(result.path, result.path[1:], strict=False)]
+    assert max(steps) <= 0.05 + 1e-6
+    assert result.checks > 0
+
+
+def test_same_seed_same_path() -> None:
+    a = plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, _wall_free, seed=3)
+    b = plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, _wall_free, seed=3)
+    assert a.path == b.path
+
+
+def test_unreachable_goal_returns_none_after_the_timeout() -> None:
+    def sealed(x: float, y: float, yaw: float) -> bool:
+        return not (4.0 < x < 5.0)
+
+    result = plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, sealed, timeout_s=0.3)
+    assert result.path is None and result.timed_out
+
+
+def test_invalid_start_fails_fast_and_bad_arguments_are_refused() -> None:
+    assert plan_base_path((4.5, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, _wall_free).path is None
+    with pytest.raises(ValueError, match="unknown OMPL planner"):
+        plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, _wall_free, planner="A*")
+    with pytest.raises(ValueError, match="timeout"):
+        plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, _wall_free, timeout_s=0)
+
+
+@pytest.mark.pybullet
+def test_base_path_in_the_namo_walls_is_collision_free_in_pybullet() -> None:
+    goal = (TASK.goal[0] - 0.6, TASK.goal[1], 0.0)
+    with direct_client() as client:
+        walls = NamoScene(TASK, client, boxes=[])
+        result = plan_base_path(
+            TASK.start, goal, BOUNDS, lambda x, y, t: walls.is_free((x, y, t)), timeout_s=10
+        )
+        assert result.path is not None
+        assert all(not walls.collisions(p) for p in result.path)
+        assert TASK.reached(*result.path[-1][:2])

@@ -1,0 +1,57 @@
+import pytest
+
+from camp_planner.domains.namo.world import generate_task
+from camp_planner.sim.namo_scene import NamoScene, direct_client
+
+pytestmark = pytest.mark.pybullet
+TASK = generate_task(0, 1000)
+
+
+def test_start_is_free_and_every_box_is_detected_by_name() -> None:
+    with direct_client() as client:
+        scene = NamoScene(TASK, client)
+        assert scene.collisions(TASK.start) == set()
+        for box in TASK.boxes:
+            assert box.name in scene.collisions((box.x, box.y, 0.3))
+
+
+def test_walls_and_the_goal_object_collide() -> None:
+    with direct_client() as client:
+        scene = NamoScene(TASK, client, boxes=[])
+        assert "wall" in scene.collisions((0.05, 4.5, 0.0))
+        assert "goal" in scene.collisions((*TASK.goal, 0.0))
+        # A margin reports near misses that the exact check does not.
+        x, y = TASK.goal
+        near = (x - TASK.settings.base_half_extent - TASK.settings.goal_radius - 0.03, y, 0.0)
+        assert "goal" not in scene.collisions(near)
+        assert "goal" in scene.collisions(near, margin=0.05)
+
+
+def test_a_scene_with_a_subset_of_boxes_ignores_the_others() -> None:
+    keep = TASK.boxes[0].name
+    other = TASK.boxes[1]
+    with direct_client() as client:
+        scene = NamoScene(TASK, client, boxes=[keep])
+        assert set(scene.boxes) == {keep}
+        assert other.name not in scene.collisions((other.x, other.y, 0.0))
+    with direct_client() as client, pytest.raises(KeyError, match="box_nope"):
+        NamoScene(TASK, client, boxes=["box_nope"])
+
+
+def test_moving_a_box_moves_its_collision_geometry() -> None:
+    box = TASK.boxes[0]
+    with direct_client() as client:
+        scene = NamoScene(TASK, client)
+        scene.place_box(box.name, 4.5, 4.5)
+        assert scene.box_position(box.name) == pytest.approx((4.5, 4.5))
+        assert box.name not in scene.collisions((box.x, box.y, 0.0))
+        assert box.name in scene.collisions((4.5, 4.5, 0.0))
+
+
+def test_clients_are_independent() -> None:
+    with direct_client() as a, direct_client() as b:
+        full = NamoScene(TASK, a)
+        empty = NamoScene(TASK, b, boxes=[])
+        box = TASK.boxes[0]
+        assert box.name in full.collisions((box.x, box.y, 0.0))
+        assert empty.collisions((box.x, box.y, 0.0)) == set()
