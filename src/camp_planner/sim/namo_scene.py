@@ -25,6 +25,10 @@ from camp_planner.domains.namo.world import NamoTask, Pose2D
 TUCKED = (0.0, 0.0, 0.0, -3.0, 0.0, 3.0, 0.8)  # Panda joints 1-7: folded over the base
 ARM_MOUNT_X = -0.12  # the arm's base sits behind the base's centre, so the tucked arm fits
 GRASP_LINK = 11  # panda_grasptarget
+HOLD_AHEAD = 0.5  # a held box is carried this far ahead of the base centre, lifted
+LIFT = 0.03
+IK_TOLERANCE = 0.015  # metres between the gripper and the grasp point
+_AWAY = (500.0, 500.0, -50.0)  # where absent boxes wait, outside every query
 _ARM_LINKS = range(-1, 12)
 
 
@@ -128,6 +132,76 @@ class NamoScene:
                 self.boxes[self.held], (hx, hy, z), quat, physicsClientId=c
             )
         self.pose = pose
+
+    def remove_box(self, name: str) -> None:
+        """Take box ``name`` out of the world (a box that is absent in a state)."""
+        i = sorted(self.boxes).index(name)
+        x, y, z = _AWAY
+        pb.resetBasePositionAndOrientation(
+            self.boxes[name], (x + 2 * i, y, z), (0, 0, 0, 1), physicsClientId=self.client
+        )
+
+    def grasp(self, name: str) -> None:
+        """Hold box ``name``: from now on it moves with the base and counts as the robot."""
+        if self.held is not None:
+            raise RuntimeError(f"already holding {self.held}")
+        self.held = name
+        self._held_offset = (HOLD_AHEAD, 0.0, self.task.settings.box_size[2] / 2 + LIFT)
+        self.set_base(self.pose)
+        self._measure_robot()
+
+    def release(self, x: float, y: float) -> None:
+        """Put the held box down standing at (x, y)."""
+        if self.held is None:
+            raise RuntimeError("not holding anything")
+        name, self.held = self.held, None
+        self.place_box(name, x, y, self.pose[2])
+        self._measure_robot()
+
+    def arm_reaches(self, x: float, y: float, z: float) -> bool:
+        """Whether the tucked arm can put its gripper, pointing down, at (x, y, z) from the
+        current base pose (inverse kinematics within ``IK_TOLERANCE``); the arm is tucked
+        again afterwards."""
+        c = self.client
+        down = pb.getQuaternionFromEuler((math.pi, 0.0, self.pose[2]))
+        q = pb.calculateInverseKinematics(
+            self.arm,
+            GRASP_LINK,
+            (x, y, z),
+            down,
+            maxNumIterations=100,
+            residualThreshold=1e-4,
+            physicsClientId=c,
+        )
+        for j in range(7):
+            pb.resetJointState(self.arm, j, q[j], physicsClientId=c)
+        reached = pb.getLinkState(
+            self.arm, GRASP_LINK, computeForwardKinematics=True, physicsClientId=c
+        )[4]
+        for j, v in enumerate(TUCKED):
+            pb.resetJointState(self.arm, j, v, physicsClientId=c)
+        return math.dist(reached, (x, y, z)) <= IK_TOLERANCE
+
+    def box_collisions(self, name: str, x: float, y: float, yaw: float = 0.0) -> set[str]:
+        """What box ``name`` would overlap standing at (x, y): names, ``"robot"`` included.
+        The box is put back afterwards."""
+        c = self.client
+        body = self.boxes[name]
+        old_pos, old_orn = pb.getBasePositionAndOrientation(body, physicsClientId=c)
+        self.place_box(name, x, y, yaw)
+        self.checks += 1
+        hits: set[str] = set()
+        lo, hi = pb.getAABB(body, -1, physicsClientId=c)
+        found = pb.getOverlappingObjects(lo, hi, physicsClientId=c) or ()
+        robot = {self.base, self.arm}
+        for other in {int(b) for b, _ in found} - {body}:
+            label = "robot" if other in robot else self._names.get(other)
+            if label is None or label in hits:
+                continue
+            if any(p[8] < -1e-6 for p in pb.getClosestPoints(body, other, 0.0, physicsClientId=c)):
+                hits.add(label)
+        pb.resetBasePositionAndOrientation(body, old_pos, old_orn, physicsClientId=c)
+        return hits
 
     def box_position(self, name: str) -> tuple[float, float]:
         pos, _ = pb.getBasePositionAndOrientation(self.boxes[name], physicsClientId=self.client)

@@ -1,0 +1,386 @@
+"""The NAMO task as a factored MDP whose transition model is the PyBullet simulator.
+
+State variables: ``robot_pose`` (x, y, yaw), ``robot_room`` (0–8, follows from the pose),
+``held`` (a slot name or ``"none"``), and one variable per box slot ``box_r{room}_{k}`` holding
+the box's (x, y), ``"held"`` while carried, or ``"absent"`` when the task has no box in that
+slot (also the value a CAMP fills in for a dropped box, which takes it out of the world).
+Action variables: ``op`` (none, move, pick, place), ``target`` (a base pose for move, a floor
+point for place) and ``obj`` (the slot to pick).
+
+Dynamics (deterministic):
+* move: the base drives the straight segment to ``target``, checked pose by pose against
+  walls, the goal object and every box (a held box included); it stops at the last free pose.
+* pick: needs empty hands and the box within reach in front of the base (inverse kinematics to
+  the box's top); the box is lifted ahead of the base, if that spot is free.
+* place: the held box is put down at ``target`` if the arm reaches it and it overlaps nothing.
+Reaching the goal object earns ``goal_reward`` and ends the episode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State, Variable
+from camp_planner.domains.namo.world import GOAL_ROOM, N_ROOMS, NamoTask, Pose2D
+
+SLOTS_PER_ROOM = 5
+BOX_ROOMS = tuple(r for r in range(N_ROOMS) if r != GOAL_ROOM)
+SLOT_NAMES = tuple(f"box_r{room}_{k}" for room in BOX_ROOMS for k in range(SLOTS_PER_ROOM))
+ABSENT = "absent"
+HELD = "held"
+NONE = "none"
+OPS = (NONE, "move", "pick", "place")
+REACH_MIN, REACH_MAX, REACH_BEARING = 0.3, 0.75, math.radians(60)
+MOVE_STEP, TURN_STEP = 0.05, 0.1
+_N_FIXED = 3  # robot_pose, robot_room, held
+
+
+def _variables() -> tuple[tuple[Variable, ...], tuple[Variable, ...]]:
+    state = [
+        Variable("robot_pose"),
+        Variable("robot_room", tuple(range(N_ROOMS))),
+        Variable("held", (NONE, *SLOT_NAMES), default=NONE),
+    ]
+    state += [Variable(name, None, default=ABSENT) for name in SLOT_NAMES]
+    action = [
+        Variable("op", OPS, default=NONE),
+        Variable("target", None, default=None),
+        Variable("obj", (NONE, *SLOT_NAMES), default=NONE),
+    ]
+    return tuple(state), tuple(action)
+
+
+STATE_VARS, ACTION_VARS = _variables()
+_SLOT_INDEX = {name: _N_FIXED + i for i, name in enumerate(SLOT_NAMES)}
+
+
+def _round_pose(pose: Sequence[float]) -> Pose2D:
+    yaw = math.atan2(math.sin(pose[2]), math.cos(pose[2]))
+    return (round(float(pose[0]), 4), round(float(pose[1]), 4), round(yaw, 4))
+
+
+def _wrap(angle: float) -> float:
+    return math.atan2(math.sin(angle), math.cos(angle))
+
+
+def in_reach(pose: Pose2D, x: float, y: float) -> bool:
+    """Whether floor point (x, y) lies in the arm's workspace in front of the base."""
+    dx, dy = x - pose[0], y - pose[1]
+    dist = math.hypot(dx, dy)
+    if not REACH_MIN <= dist <= REACH_MAX:
+        return False
+    return abs(_wrap(math.atan2(dy, dx) - pose[2])) <= REACH_BEARING
+
+
+@dataclass
+class NamoMDP(FactoredMDP):
+    """One NAMO task as a factored MDP, simulated in a private PyBullet server."""
+
+    task: NamoTask | None = None
+    _scene: Any = field(default=None, repr=False, compare=False)
+    _client_cm: Any = field(default=None, repr=False, compare=False)
+    _synced: tuple[Hashable, ...] | None = field(default=None, repr=False, compare=False)
+    _memo: dict[tuple[State, Action], State] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    @staticmethod
+    def from_task(task: NamoTask, horizon: int = 200, gamma: float = 1.0) -> NamoMDP:
+        return NamoMDP(
+            name=f"namo-{task.task_id}",
+            state_vars=STATE_VARS,
+            action_vars=ACTION_VARS,
+            reward_vars=frozenset({"robot_pose"}),
+            horizon=horizon,
+            gamma=gamma,
+            task=task,
+        )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        assert self.task is not None
+        self._task = self.task
+        present = {b.name for b in self._task.boxes}
+        unknown = present - set(SLOT_NAMES)
+        if unknown:
+            raise ValueError(f"boxes {sorted(unknown)} have no slot variable")
+
+    # PyBullet servers are per process: a pickled MDP (e.g. sent to a scoring worker) opens
+    # its own on first use.
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(_scene=None, _client_cm=None, _synced=None, _memo={})
+        return state
+
+    def close(self) -> None:
+        """Shut the simulator down (it reopens on demand)."""
+        if self._client_cm is not None:
+            self._client_cm.__exit__(None, None, None)
+        self._scene = self._client_cm = self._synced = None
+
+    def __del__(self) -> None:
+        # At interpreter shutdown the server may already be gone with the process.
+        with contextlib.suppress(Exception):
+            self.close()
+
+    # --- the simulator ------------------------------------------------------------------------
+    def scene(self) -> Any:
+        """The PyBullet scene of the task with every box (opened lazily)."""
+        if self._scene is None:
+            from camp_planner.sim.namo_scene import NamoScene, direct_client
+
+            self._client_cm = direct_client()
+            client = self._client_cm.__enter__()
+            self._scene = NamoScene(self._task, client)
+            self._synced = None
+        return self._scene
+
+    def _sync(self, state: State) -> Any:
+        """Make the scene show ``state`` (only what changed since the last call is moved)."""
+        scene = self.scene()
+        last = self._synced
+        held = str(state[2])
+        if scene.held is not None and scene.held != held:
+            scene.held = None
+            scene._measure_robot()
+        for name, i in _SLOT_INDEX.items():
+            if name not in scene.boxes:
+                continue
+            value = state[i]
+            if last is not None and last[i] == value and value != HELD:
+                continue
+            if value == ABSENT:
+                scene.remove_box(name)
+            elif value != HELD:
+                assert isinstance(value, tuple)
+                scene.place_box(name, float(value[0]), float(value[1]))
+        pose = state[0]
+        assert isinstance(pose, tuple)
+        scene.set_base(pose)
+        if held != NONE and scene.held != held and held in scene.boxes:
+            scene.grasp(held)
+        self._synced = tuple(state)
+        return scene
+
+    def step(self, state: State, action: Action) -> State:
+        """The (deterministic) successor of ``state`` under ``action``."""
+        key = (state, action)
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        nxt = self._step(state, action)
+        if len(self._memo) > 200_000:
+            self._memo.clear()
+        self._memo[key] = nxt
+        return nxt
+
+    def _step(self, state: State, action: Action) -> State:
+        op, target, obj = action
+        if op == NONE or self.is_terminal(state):
+            return state
+        scene = self._sync(state)
+        pose = state[0]
+        assert isinstance(pose, tuple)
+        held = str(state[2])
+        if op == "move":
+            if not (isinstance(target, tuple) and len(target) == 3):
+                return state
+            return self._with_pose(state, self._drive(scene, pose, target))
+        if op == "pick":
+            if held != NONE or obj not in _SLOT_INDEX:
+                return state
+            value = state[_SLOT_INDEX[str(obj)]]
+            if not isinstance(value, tuple) or str(obj) not in scene.boxes:
+                return state
+            bx, by = float(value[0]), float(value[1])
+            top = self._task.settings.box_size[2] + 0.02
+            if not (in_reach(pose, bx, by) and scene.arm_reaches(bx, by, top)):
+                return state
+            scene.grasp(str(obj))
+            blocked = scene.collisions()
+            self._synced = None
+            if blocked:
+                return state
+            out = list(state)
+            out[2] = str(obj)
+            out[_SLOT_INDEX[str(obj)]] = HELD
+            return tuple(out)
+        if op == "place":
+            if held == NONE or not (isinstance(target, tuple) and len(target) == 2):
+                return state
+            x, y = float(target[0]), float(target[1])
+            top = self._task.settings.box_size[2] + 0.02
+            if not (in_reach(pose, x, y) and scene.arm_reaches(x, y, top)):
+                return state
+            scene.held = None  # check the box on the floor, as a box, not as part of the robot
+            hits = scene.box_collisions(held, x, y, pose[2])
+            self._synced = None
+            if hits:
+                return state
+            out = list(state)
+            out[2] = NONE
+            out[_SLOT_INDEX[held]] = (round(x, 4), round(y, 4))
+            return tuple(out)
+        return state
+
+    def _drive(self, scene: Any, start: Pose2D, target: tuple[Any, ...]) -> Pose2D:
+        """The last collision-free pose on the straight segment from ``start`` to ``target``."""
+        tx, ty, tyaw = float(target[0]), float(target[1]), float(target[2])
+        dyaw = _wrap(tyaw - start[2])
+        dist = math.hypot(tx - start[0], ty - start[1])
+        n = max(1, math.ceil(max(dist / MOVE_STEP, abs(dyaw) / TURN_STEP)))
+        last = start
+        for k in range(1, n + 1):
+            f = k / n
+            pose = (
+                start[0] + f * (tx - start[0]),
+                start[1] + f * (ty - start[1]),
+                start[2] + f * dyaw,
+            )
+            if scene.collisions(pose):
+                break
+            last = pose
+        return _round_pose(last)
+
+    def _with_pose(self, state: State, pose: Pose2D) -> State:
+        return (pose, self._task.room_of(pose[0], pose[1]), *state[2:])
+
+    # --- FactoredMDP ------------------------------------------------------------------------
+    def initial_state(self) -> State:
+        slots: list[Hashable] = [ABSENT] * len(SLOT_NAMES)
+        for box in self._task.boxes:
+            slots[_SLOT_INDEX[box.name] - _N_FIXED] = (round(box.x, 4), round(box.y, 4))
+        pose = _round_pose(self._task.start)
+        return (pose, self._task.room_of(pose[0], pose[1]), NONE, *slots)
+
+    def reward(self, state: State, action: Action, next_state: State) -> float:
+        if self.is_terminal(next_state) and not self.is_terminal(state):
+            return self._task.settings.goal_reward
+        return 0.0
+
+    def is_terminal(self, state: State) -> bool:
+        pose = state[0]
+        return isinstance(pose, tuple) and self._task.reached(float(pose[0]), float(pose[1]))
+
+    def applicable_actions(self, state: State) -> Sequence[Action]:
+        # Continuous actions: only the no-op can be enumerated. Planners for this domain
+        # (TAMP, Stilman) construct their actions themselves.
+        return [(NONE, None, NONE)]
+
+    def sample_next_state(self, state: State, action: Action, rng: random.Random) -> State:
+        return self.step(state, action)
+
+    def transition_distribution(self, state: State, action: Action) -> Sequence[Outcome]:
+        return [Outcome(self.step(state, action), 1.0)]
+
+    def most_likely_next_state(self, state: State, action: Action) -> State:
+        return self.step(state, action)
+
+    def assign_state(self, state: State, index: int, value: Hashable) -> State:
+        if index == 0:  # the room label follows the position
+            assert isinstance(value, tuple)
+            return self._with_pose(state, _round_pose(value))
+        if index == 2:  # holding a box means that box is off the floor
+            out = list(state)
+            if value != NONE and value in _SLOT_INDEX:
+                out[_SLOT_INDEX[str(value)]] = HELD
+            for name, i in _SLOT_INDEX.items():
+                if out[i] == HELD and name != value:
+                    out[i] = self._home(name)
+            out[2] = value
+            return tuple(out)
+        return super().assign_state(state, index, value)
+
+    def _home(self, name: str) -> Hashable:
+        for box in self._task.boxes:
+            if box.name == name:
+                return (round(box.x, 4), round(box.y, 4))
+        return ABSENT
+
+    # --- what CSI learning needs --------------------------------------------------------------
+    def _random_pose(self, rng: random.Random, room: int) -> Pose2D:
+        x0, y0, x1, y1 = self._task.room_rect(room)
+        m = self._task.settings.base_half_extent + 0.1
+        return _round_pose(
+            (
+                rng.uniform(x0 + m, x1 - m),
+                rng.uniform(y0 + m, y1 - m),
+                rng.uniform(-math.pi, math.pi),
+            )
+        )
+
+    def sample_state(self, rng: random.Random) -> State:
+        state = self.initial_state()
+        out = list(state)
+        for box in self._task.boxes:
+            if rng.random() < 0.2:
+                out[_SLOT_INDEX[box.name]] = self.sample_value(_SLOT_INDEX[box.name], rng)
+        # Half the samples put the robot next to a box, where picks and collisions happen.
+        present = [(str(n), v) for n, i in _SLOT_INDEX.items() if isinstance(v := out[i], tuple)]
+        if present and rng.random() < 0.5:
+            _, (bx, by) = rng.choice(present)
+            heading = rng.uniform(-math.pi, math.pi)
+            d = rng.uniform(0.45, 0.7)
+            pose = _round_pose(
+                (float(bx) - d * math.cos(heading), float(by) - d * math.sin(heading), heading)
+            )
+        else:
+            pose = self._random_pose(rng, rng.randrange(N_ROOMS))
+        return self._with_pose(tuple(out), pose)
+
+    def sample_value(self, index: int, rng: random.Random) -> Hashable:
+        if index == 0:
+            return self._random_pose(rng, rng.randrange(N_ROOMS))
+        if index in (1, 2):
+            return super().sample_value(index, rng)
+        # A box of slot box_r{room}_k anywhere in its own room, or no box at all.
+        if rng.random() < 0.2:
+            return ABSENT
+        room = int(SLOT_NAMES[index - _N_FIXED].split("_")[1][1:])
+        x0, y0, x1, y1 = self._task.room_rect(room)
+        m = 0.25
+        return (round(rng.uniform(x0 + m, x1 - m), 4), round(rng.uniform(y0 + m, y1 - m), 4))
+
+    def sample_action(self, state: State, rng: random.Random) -> Action:
+        pose = state[0]
+        assert isinstance(pose, tuple)
+        x, y, yaw = (float(v) for v in pose)
+        roll = rng.random()
+        if roll < 0.25:
+            near = [
+                n
+                for n, i in _SLOT_INDEX.items()
+                if isinstance(v := state[i], tuple)
+                and math.hypot(float(v[0]) - x, float(v[1]) - y) < 1.0
+            ]
+            if near and state[2] == NONE:
+                return ("pick", None, rng.choice(near))
+        if roll < 0.5 and state[2] != NONE:
+            d, b = rng.uniform(0.4, 0.7), rng.uniform(-0.8, 0.8)
+            return (
+                "place",
+                (round(x + d * math.cos(yaw + b), 4), round(y + d * math.sin(yaw + b), 4)),
+                NONE,
+            )
+        d, heading = rng.uniform(0.2, 2.0), rng.uniform(-math.pi, math.pi)
+        target = (
+            x + d * math.cos(heading),
+            y + d * math.sin(heading),
+            rng.uniform(-math.pi, math.pi),
+        )
+        return ("move", _round_pose(target), NONE)
+
+    def describe_action(self, action: Action) -> str:
+        op, target, obj = action
+        if op == "move":
+            return f"move to {target}"
+        if op == "pick":
+            return f"pick {obj}"
+        if op == "place":
+            return f"place at {target}"
+        return "none"

@@ -1,0 +1,75 @@
+import pickle
+import random
+
+import pytest
+
+from camp_planner.domains.namo.mdp import ABSENT, HELD, NONE, SLOT_NAMES, NamoMDP
+from camp_planner.domains.namo.world import generate_task
+
+pytestmark = pytest.mark.pybullet
+TASK = generate_task(0, 1000)
+BOX = TASK.boxes[0]
+
+
+@pytest.fixture(scope="module")
+def mdp() -> NamoMDP:
+    return NamoMDP.from_task(TASK)
+
+
+def test_initial_state_layout(mdp: NamoMDP) -> None:
+    s0 = mdp.initial_state()
+    assert s0[1] == 0 and s0[2] == NONE
+    present = {b.name for b in TASK.boxes}
+    for name in SLOT_NAMES:
+        value = s0[mdp.state_index(name)]
+        assert (value != ABSENT) == (name in present)
+
+
+def test_drive_stops_before_a_box_and_pick_and_place_move_it(mdp: NamoMDP) -> None:
+    s0 = mdp.initial_state()
+    i = mdp.state_index(BOX.name)
+    s1 = mdp.step(s0, ("move", (BOX.x - 0.5, BOX.y, 0.0), NONE))
+    assert s1[0][:2] == pytest.approx((BOX.x - 0.5, BOX.y), abs=1e-3)
+    s2 = mdp.step(s1, ("pick", None, BOX.name))
+    assert s2[2] == BOX.name and s2[i] == HELD
+    back = mdp.step(s2, ("move", (BOX.x - 0.9, BOX.y, 0.0), NONE))
+    s3 = mdp.step(back, ("place", (back[0][0] + 0.5, back[0][1]), NONE))
+    assert s3[2] == NONE
+    assert s3[i] == pytest.approx((back[0][0] + 0.5, back[0][1]), abs=1e-3)
+    # Out of reach: nothing happens.
+    assert mdp.step(s1, ("pick", None, SLOT_NAMES[-1])) == s1
+    assert mdp.step(s0, ("place", (1.0, 1.0), NONE)) == s0
+
+
+def test_reaching_the_goal_pays_once_and_ends(mdp: NamoMDP) -> None:
+    s0 = mdp.initial_state()
+    gx, gy = TASK.goal
+    at_goal = mdp.assign_state(s0, 0, (gx - 0.6, gy, 0.0))
+    assert mdp.is_terminal(at_goal) and at_goal[1] == 8
+    assert mdp.reward(s0, ("none", None, NONE), at_goal) == TASK.settings.goal_reward
+    assert mdp.reward(at_goal, ("none", None, NONE), at_goal) == 0.0
+
+
+def test_transitions_are_deterministic_and_survive_pickling(mdp: NamoMDP) -> None:
+    rng = random.Random(0)
+    pairs = []
+    for _ in range(30):
+        s = mdp.sample_state(rng)
+        pairs.append((s, mdp.sample_action(s, rng)))
+    first = [mdp.step(s, a) for s, a in pairs]
+    clone = pickle.loads(pickle.dumps(mdp))
+    assert [clone.step(s, a) for s, a in pairs] == first
+    assert [o.state for s, a in pairs for o in mdp.transition_distribution(s, a)] == first
+    clone.close()
+
+
+def test_dropped_boxes_are_absent_from_the_simulated_world(mdp: NamoMDP) -> None:
+    s0 = mdp.initial_state()
+    go = ("move", (BOX.x + 0.8, BOX.y, 0.0), NONE)
+    with_box = mdp.step(mdp.assign_state(s0, 0, (BOX.x - 0.8, BOX.y, 0.0)), go)
+    without = mdp.assign_state(s0, mdp.state_index(BOX.name), ABSENT)
+    without_box = mdp.step(mdp.assign_state(without, 0, (BOX.x - 0.8, BOX.y, 0.0)), go)
+    assert with_box[0][0] < BOX.x < without_box[0][0]
+    # Driving into the box stopped short of it, never inside it.
+    mdp._sync(with_box)
+    assert not mdp.scene().collisions(with_box[0])
