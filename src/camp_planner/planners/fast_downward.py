@@ -156,15 +156,8 @@ class FastDownward(Planner):
         mode: str = "driver",
     ) -> None:
         super().__init__(seed)
-        if not search.strip() and alias is None:
-            raise ValueError("give a search configuration or an alias")
-        if mode not in ("driver", "resident"):
-            raise ValueError(f"mode must be 'driver' or 'resident', got {mode!r}")
-        if mode == "resident" and alias is not None:
-            raise ValueError("aliases need the driver: use mode 'driver' or give a search")
+        self.runner = FDRunner(search, alias, min_budget_s, mode)
         self.mode = mode
-        if mode == "resident":
-            _RESIDENT.warm_up()
         self.search = search
         self.alias = alias
         self.min_budget_s = min_budget_s
@@ -226,10 +219,7 @@ class FastDownward(Planner):
             (folder / "domain.pddl").write_text(domain_text)
             (folder / "problem.pddl").write_text(problem_text)
             written = time.perf_counter() - t0
-            if self.mode == "resident":
-                lines = self._run_resident(folder, deadline)
-            else:
-                lines = self._run(folder, deadline)
+            lines = self.runner.run(folder, deadline)
         plan_names = lifted_plan_names(lines)
         if names is not None:
             plan_names = [names[n.split("(")[0]] for n in plan_names]
@@ -251,6 +241,48 @@ class FastDownward(Planner):
             "total_s": time.perf_counter() - t0,
             "input": "lifted" if use_lifted else "ground",
         }
+
+
+class FDRunner:
+    """Runs Fast Downward on PDDL text under a deadline and returns the plan's lines.
+
+    Shared by the :class:`FastDownward` planner and by planners that generate their own PDDL
+    (the TAMP planner's task layer)."""
+
+    def __init__(
+        self,
+        search: str = "astar(lmcut())",
+        alias: str | None = None,
+        min_budget_s: float = 0.05,
+        mode: str = "driver",
+    ) -> None:
+        if not search.strip() and alias is None:
+            raise ValueError("give a search configuration or an alias")
+        if mode not in ("driver", "resident"):
+            raise ValueError(f"mode must be 'driver' or 'resident', got {mode!r}")
+        if mode == "resident" and alias is not None:
+            raise ValueError("aliases need the driver: use mode 'driver' or give a search")
+        self.search = search
+        self.alias = alias
+        self.min_budget_s = min_budget_s
+        self.mode = mode
+        if mode == "resident":
+            _RESIDENT.warm_up()
+
+    def solve(self, domain_text: str, problem_text: str, deadline: Deadline) -> list[str]:
+        """The plan's lines (``(action arg ...)``) for the given PDDL; raises
+        :class:`NoPlanFound`, :class:`PlanningTimeout` or :class:`PlanningError`."""
+        with tempfile.TemporaryDirectory(prefix="camp-fd-") as tmp:
+            folder = Path(tmp)
+            (folder / "domain.pddl").write_text(domain_text)
+            (folder / "problem.pddl").write_text(problem_text)
+            return self.run(folder, deadline)
+
+    def run(self, folder: Path, deadline: Deadline) -> list[str]:
+        """Plan for ``domain.pddl`` and ``problem.pddl`` already written in ``folder``."""
+        if self.mode == "resident":
+            return self._run_resident(folder, deadline)
+        return self._run(folder, deadline)
 
     def _budget(self, deadline: Deadline) -> float:
         """The seconds left for this call, or a timeout if too few remain to start."""
