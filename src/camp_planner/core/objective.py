@@ -143,6 +143,8 @@ def run_with_fallbacks(
             states.append(state)
             actions.append(action)
             t += 1
+        for stage, seconds in current.planner.stage_times.items():
+            stages[stage] = stages.get(stage, 0.0) + seconds
         if outcome == "horizon" or t >= mdp.horizon or mdp.is_terminal(state):
             break
         current = next(chain, None)

@@ -63,6 +63,9 @@ class Planner(ABC):
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
+        # Seconds per named stage of this planner's own work (e.g. task planning, motion
+        # planning), summed over calls; episode results report them next to the totals.
+        self.stage_times: dict[str, float] = {}
 
     @abstractmethod
     def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:

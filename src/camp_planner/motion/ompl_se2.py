@@ -30,14 +30,30 @@ PLANNERS: dict[str, Callable[[object], object]] = {
 }
 
 
+_SEEDED: list[int] = []
+
+
+def _seed_once(seed: int) -> None:
+    """Seed OMPL's random numbers. OMPL accepts a seed only before its first random number
+    in a process, so the first call's seed holds for the whole process: a fresh process
+    making the same calls reproduces the same paths."""
+    if not _SEEDED:
+        ou.RNG.setSeed(max(1, seed))
+        _SEEDED.append(seed)
+
+
 @dataclass(frozen=True)
 class MotionResult:
-    """A planned base path (``None`` if none was found in time) and what it cost."""
+    """A planned base path (``None`` if none was found in time) and what it cost.
+
+    ``path`` holds the densely interpolated waypoints (all checked); ``vertices`` the corners
+    of the simplified path, i.e. the straight segments a base controller drives."""
 
     path: list[Pose2D] | None
     solve_time_s: float
     checks: int
     timed_out: bool
+    vertices: list[Pose2D] | None = None
 
 
 def plan_base_path(
@@ -67,7 +83,7 @@ def plan_base_path(
         return MotionResult(None, time.perf_counter() - t0, 2, False)
 
     ou.setLogLevel(ou.LOG_ERROR)
-    ou.RNG.setSeed(seed)
+    _seed_once(seed)
     space = ob.SE2StateSpace()
     box = ob.RealVectorBounds(2)
     box.setLow(0, bounds[0])
@@ -100,6 +116,7 @@ def plan_base_path(
         remaining = max(timeout_s - (time.perf_counter() - t0), 1e-3)
         setup.simplifySolution(min(remaining, 0.5))
     path = setup.getSolutionPath()
+    corners = [(float(p.getX()), float(p.getY()), float(p.getYaw())) for p in path.getStates()]
     n = max(2, math.ceil(path.length() / step) + 1)
     path.interpolate(n)
     poses = [(float(p.getX()), float(p.getY()), float(p.getYaw())) for p in path.getStates()]
@@ -109,4 +126,4 @@ def plan_base_path(
         checks += 1
         if not is_valid(*pose):
             return MotionResult(None, time.perf_counter() - t0, checks, False)
-    return MotionResult(poses, time.perf_counter() - t0, checks, False)
+    return MotionResult(poses, time.perf_counter() - t0, checks, False, corners)

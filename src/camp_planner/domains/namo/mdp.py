@@ -375,6 +375,13 @@ class NamoMDP(FactoredMDP):
         )
         return ("move", _round_pose(target), NONE)
 
+    def tamp_interface(self, state: State, camp: Any, seed: int, settings: dict[str, Any]) -> Any:
+        """The task-and-motion planning interface for one planning call from ``state``
+        (under ``camp``'s context if given): see :mod:`camp_planner.domains.namo.tamp`."""
+        from camp_planner.domains.namo.tamp import tamp_interface
+
+        return tamp_interface(self, state, camp, seed, settings)
+
     def describe_action(self, action: Action) -> str:
         op, target, obj = action
         if op == "move":

@@ -1,0 +1,466 @@
+"""The NAMO side of the TAMP interface layer: a symbolic model, and refiners that turn its
+steps into motions with OMPL and grasps and placements with PyBullet.
+
+Symbolic model (STRIPS, regenerated at every replan): locations ``here`` (where planning
+started), ``goal`` and ``near_<box>`` (a pose from which the box can be picked); boxes;
+``(at ?l)``, ``(holding ?b)``, ``(handempty)``, ``(moved ?b)``. One move action per
+destination requires every box known to block the way there to have been moved; ``pick`` and
+``place`` put a box aside. Initially nothing is known to block anything (optimism).
+
+Refinement: a move samples target poses and asks OMPL for a path in the current collision
+world (walls, the goal object and every box the planning problem keeps). When no path exists
+it plans again ignoring movable boxes and reports the boxes on that path as ``(blocks b l)``
+facts, as in Srivastava et al.'s interface layer. Placements must stay clear of doorways and
+of the corridor the robot still needs. Under a CAMP the robot, with anything it carries,
+keeps out of forbidden rooms entirely, so the boxes those rooms hold (dropped from the
+planning problem) can never be touched.
+
+Every refined action is executed in the MDP's simulator (``NamoMDP.step``) before the next
+one is refined, so a finished plan has been verified by execution.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from typing import Any
+
+from camp_planner.core.camp import CAMP
+from camp_planner.core.mdp import Action, State
+from camp_planner.core.planner import Deadline
+from camp_planner.domains.namo.mdp import HELD, NONE, SLOT_NAMES, NamoMDP, in_reach
+from camp_planner.domains.namo.world import NamoTask, Pose2D
+from camp_planner.motion.ompl_se2 import MotionResult, plan_base_path
+from camp_planner.planners.tamp import Refinement
+
+_SLOTS = set(SLOT_NAMES)
+TARGET_SAMPLES = 6
+RELAXED_TRIES = 3
+PLACE_SAMPLES = 16
+CARRY_SPOTS = 4
+DOOR_KEEP_OUT = 0.75  # metres around a doorway's centre where nothing may be put down
+
+
+def allowed_rooms(camp: CAMP | None) -> frozenset[int] | None:
+    """The rooms a CAMP's context lets the robot enter (None: no constraint)."""
+    if camp is None or camp.context is None or camp.context.is_universal:
+        return None
+    values = camp.context.allowed_values().get("robot_room")
+    if values is None:
+        return None
+    return frozenset(int(str(v)) for v in values)
+
+
+class NamoTampInterface:
+    """One planning call's symbolic state, geometric state and refiners."""
+
+    def __init__(
+        self,
+        mdp: NamoMDP,
+        state: State,
+        allowed: frozenset[int] | None,
+        seed: int,
+        settings: dict[str, Any],
+    ) -> None:
+        self.mdp = mdp
+        task = mdp.task
+        assert task is not None
+        self.task: NamoTask = task
+        self.state = state
+        self.allowed = allowed
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.motion_timeout = float(settings.get("motion_timeout_s", 2.0))
+        self.motion_planner = str(settings.get("motion_planner", "RRTConnect"))
+        self.detour_timeout = float(settings.get("detour_timeout_s", 0.5))
+        self.stage_times: dict[str, float] = {}
+        self.checks = 0
+        self.at = "here"
+        self.moved: set[str] = set()
+        self.blocks: dict[str, set[str]] = {}  # location -> boxes blocking the way there
+        self.near: set[str] = set()  # boxes that have a near_<box> location
+        self._corridor: list[Pose2D] | None = None
+        self.keep_out: list[Pose2D] = []
+        self._forbidden = [
+            self.task.room_rect(r) for r in range(9) if allowed is not None and r not in allowed
+        ]
+
+    # --- the symbolic layer -------------------------------------------------------------------
+    def _value(self, name: str) -> Any:
+        return self.state[self.mdp.state_index(name)]
+
+    def pddl(self) -> tuple[str, str]:
+        held = str(self.state[2])
+        boxes = sorted(
+            {*self.near, *(b for bs in self.blocks.values() for b in bs)}
+            | ({held} if held != NONE else set())
+        )
+        locations = ["here", "goal", *(f"near_{b}" for b in sorted(self.near))]
+        moves = []
+        for loc in locations[1:]:
+            needs = " ".join(f"(moved {b})" for b in sorted(self.blocks.get(loc, ())))
+            moves.append(
+                f"  (:action move_to_{loc}\n    :parameters (?from - loc)\n"
+                f"    :precondition (and (at ?from) (handempty) {needs})\n"
+                f"    :effect (and (not (at ?from)) (at {loc})))"
+            )
+        box_consts = " ".join(boxes)
+        domain = (
+            "(define (domain namo-tamp)\n  (:requirements :strips :typing)\n"
+            "  (:types loc box)\n"
+            f"  (:constants {' '.join(locations)} - loc {box_consts + ' - box' if boxes else ''})\n"
+            "  (:predicates (at ?l - loc) (holding ?b - box) (handempty) (moved ?b - box)\n"
+            "    (pickloc ?b - box ?l - loc))\n"
+            + "\n".join(moves)
+            + "\n  (:action pick\n    :parameters (?b - box ?l - loc)\n"
+            "    :precondition (and (at ?l) (pickloc ?b ?l) (handempty))\n"
+            "    :effect (and (holding ?b) (not (handempty))))\n"
+            "  (:action place\n    :parameters (?b - box)\n    :precondition (holding ?b)\n"
+            "    :effect (and (handempty) (not (holding ?b)) (moved ?b))))\n"
+        )
+        init = [f"(at {self.at})"]
+        init.append(f"(holding {held})" if held != NONE else "(handempty)")
+        init += [f"(moved {b})" for b in sorted(self.moved) if b in boxes]
+        init += [f"(pickloc {b} near_{b})" for b in sorted(self.near)]
+        problem = (
+            "(define (problem namo-task)\n  (:domain namo-tamp)\n"
+            f"  (:init {' '.join(init)})\n  (:goal (at goal)))\n"
+        )
+        return domain, problem
+
+    def learn(self, facts: list[str]) -> None:
+        for fact in facts:
+            parts = fact.strip("() ").split()
+            if parts[0] == "blocks":
+                box, loc = parts[1], parts[2]
+                self.blocks.setdefault(loc, set()).add(box)
+                self.near.add(box)
+                # A box moved once but in the way again must be moved again.
+                self.moved.discard(box)
+
+    def at_goal(self) -> bool:
+        return self.mdp.is_terminal(self.state)
+
+    # --- refinement ---------------------------------------------------------------------------
+    def refine(self, step: tuple[str, ...], deadline: Deadline) -> Refinement:
+        name = step[0]
+        if name.startswith("move_to_"):
+            return self._refine_move(name[len("move_to_") :], deadline)
+        if name == "pick":
+            return self._refine_pick(step[1])
+        if name == "place":
+            return self._refine_place(step[1], deadline)
+        return Refinement(False, reason=f"unknown symbolic step {step}")
+
+    @staticmethod
+    def _pose(state: State) -> Pose2D:
+        pose = state[0]
+        assert isinstance(pose, tuple)
+        return (float(pose[0]), float(pose[1]), float(pose[2]))
+
+    def _timed(self, stage: str, t0: float) -> None:
+        self.stage_times[stage] = self.stage_times.get(stage, 0.0) + time.perf_counter() - t0
+
+    def _inside(self, pose: Pose2D, radius: float) -> bool:
+        """Whether a disc of ``radius`` around the pose keeps out of every forbidden room."""
+        x, y = pose[0], pose[1]
+        for x0, y0, x1, y1 in self._forbidden:
+            dx = max(x0 - x, 0.0, x - x1)
+            dy = max(y0 - y, 0.0, y - y1)
+            if math.hypot(dx, dy) < radius:
+                return False
+        return True
+
+    def _valid(self, scene: Any, ignore_boxes: bool) -> Any:
+        def check(x: float, y: float, yaw: float) -> bool:
+            pose = (x, y, yaw)
+            if not self._inside(pose, scene._radius):
+                return False
+            hits = scene.collisions(pose)
+            if ignore_boxes:
+                hits -= _SLOTS
+            return not hits
+
+        return check
+
+    def _plan(
+        self,
+        start: Pose2D,
+        goal: Pose2D,
+        ignore_boxes: bool,
+        deadline: Deadline,
+        timeout: float | None = None,
+    ) -> MotionResult:
+        scene = self.mdp._sync(self.state)
+        size = self.task.settings.world_size
+        t0 = time.perf_counter()
+        before = scene.checks
+        budget = min(timeout or self.motion_timeout, max(deadline.remaining, 1e-3))
+        result = plan_base_path(
+            start,
+            goal,
+            (0.0, 0.0, size, size),
+            self._valid(scene, ignore_boxes),
+            timeout_s=budget,
+            seed=self.rng.randrange(2**31),
+            planner=self.motion_planner,
+        )
+        self.checks += scene.checks - before
+        self._timed("motion_planning", t0)
+        self.mdp._synced = None  # planning moved the robot around the scene
+        return result
+
+    def _targets(self, loc: str) -> list[Pose2D]:
+        """Candidate base poses for location ``loc``, free and inside the allowed rooms."""
+        scene = self.mdp._sync(self.state)
+        out: list[Pose2D] = []
+        if loc == "goal":
+            cx, cy = self.task.goal
+            dists = (0.6, 0.7)
+            box_top = None
+        else:
+            value = self._value(loc[len("near_") :])
+            if not isinstance(value, tuple):
+                return []
+            cx, cy = float(value[0]), float(value[1])
+            dists = (0.5, 0.6)
+            box_top = self.task.settings.box_size[2] + 0.02
+        for _ in range(TARGET_SAMPLES * 6):
+            heading = self.rng.uniform(-math.pi, math.pi)
+            d = self.rng.choice(dists)
+            pose = (cx - d * math.cos(heading), cy - d * math.sin(heading), heading)
+            if not self._inside(pose, scene._radius) or scene.collisions(pose):
+                continue
+            if loc == "goal" and not self.task.reached(pose[0], pose[1]):
+                continue
+            if box_top is not None and not scene.arm_reaches(cx, cy, box_top):
+                continue
+            out.append(pose)
+            if len(out) >= TARGET_SAMPLES:
+                break
+        hx, hy, _ = self._pose(self.state)
+        out.sort(key=lambda p: math.hypot(p[0] - hx, p[1] - hy))
+        self.mdp._synced = None
+        return out
+
+    def _execute(self, actions: list[Action]) -> list[State]:
+        states = []
+        state = self.state
+        for action in actions:
+            state = self.mdp.step(state, action)
+            states.append(state)
+        return states
+
+    def _refine_move(self, loc: str, deadline: Deadline) -> Refinement:
+        self._corridor_poses(deadline)
+        start = self._pose(self.state)
+        targets = self._targets(loc)
+        if not targets:
+            return Refinement(False, reason=f"no free pose at {loc} inside the allowed rooms")
+        # Plan through movable boxes first: usually nothing is in the way and this is the
+        # path; otherwise it names the boxes that are. A few tries keep the fewest blockers.
+        best: tuple[set[str], Pose2D] | None = None
+        best_path: list[Pose2D] = []
+        for target in targets[:RELAXED_TRIES]:
+            if deadline.expired():
+                break
+            relaxed = self._plan(start, target, True, deadline)
+            if relaxed.path is None:
+                continue
+            blockers = self._boxes_on(relaxed.path)
+            if not blockers and relaxed.vertices is not None:
+                done = self._drive(relaxed.vertices, target, loc)
+                if done is not None:
+                    return done
+            if best is None or len(blockers) < len(best[0]):
+                best = (blockers, target)
+                best_path = relaxed.path
+        if best is None:
+            return Refinement(False, reason=f"no path to {loc} even through movable boxes")
+        blockers, target = best
+        # Something is in the way: maybe there is a way around it (RRT-Connect finds open
+        # paths in tens of milliseconds, so a short budget suffices to try).
+        if not deadline.expired():
+            result = self._plan(start, target, False, deadline, self.detour_timeout)
+            if result.vertices is not None:
+                done = self._drive(result.vertices, target, loc)
+                if done is not None:
+                    return done
+        target_box = loc[len("near_") :] if loc.startswith("near_") else ""
+        blockers.discard(target_box)
+        # Boxes put aside later must keep off the way they were found blocking.
+        self.keep_out += best_path[::4]
+        if not blockers:
+            return Refinement(False, reason=f"motion planning to {loc} failed without obstruction")
+        return Refinement(
+            False,
+            facts=[f"(blocks {b} {loc})" for b in sorted(blockers)],
+            reason=f"{', '.join(sorted(blockers))} block the way to {loc}",
+        )
+
+    def _boxes_on(self, path: list[Pose2D]) -> set[str]:
+        scene = self.mdp._sync(self.state)
+        before = scene.checks
+        hits: set[str] = set()
+        for pose in path:
+            hits |= scene.collisions(pose) & _SLOTS
+        self.checks += scene.checks - before
+        return hits
+
+    def _drive(self, vertices: list[Pose2D], target: Pose2D, loc: str) -> Refinement | None:
+        """Execute the path's segments; None if execution did not end at ``target``."""
+        actions: list[Action] = [
+            ("move", tuple(round(v, 4) for v in p), NONE) for p in vertices[1:]
+        ]
+        states = self._execute(actions)
+        ex, ey, _ = self._pose(states[-1] if states else self.state)
+        if math.hypot(ex - target[0], ey - target[1]) > 0.02:
+            return None
+        self.state = states[-1] if states else self.state
+        self.at = loc
+        return Refinement(True, actions, states)
+
+    def _refine_pick(self, box: str) -> Refinement:
+        t0 = time.perf_counter()
+        nxt = self.mdp.step(self.state, ("pick", None, box))
+        self._timed("grasp_place", t0)
+        if nxt[2] != box:
+            return Refinement(False, reason=f"cannot pick {box} from here")
+        self.state = nxt
+        return Refinement(True, [("pick", None, box)], [nxt])
+
+    def _corridor_poses(self, deadline: Deadline) -> list[Pose2D]:
+        """Where the robot still needs to pass: a path to the goal through movable boxes,
+        planned once per call while the hands are empty (every 4th waypoint kept)."""
+        if self._corridor is None:
+            if self.state[2] != NONE:
+                return []
+            goal = self._targets("goal")
+            path = (
+                self._plan(self._pose(self.state), goal[0], True, deadline).path if goal else None
+            )
+            self._corridor = (path or [])[::4]
+        return self._corridor
+
+    def _refine_place(self, box: str, deadline: Deadline) -> Refinement:
+        corridor_t0 = time.perf_counter()
+        self._corridor_poses(deadline)
+        self._timed("motion_planning", corridor_t0)
+        t0 = time.perf_counter()
+        try:
+            return self._place(box, deadline)
+        finally:
+            self._timed("grasp_place", t0)
+
+    def _place(self, box: str, deadline: Deadline) -> Refinement:
+        keep_out = self._corridor_poses(deadline) + self.keep_out
+        done = self._place_avoiding(box, keep_out, deadline)
+        if done is not None:
+            return done
+        # Nowhere here: carry the box (checked with the robot) to a freer spot nearby.
+        done = self._carry_and_place(box, keep_out, deadline)
+        if done is not None:
+            return done
+        # A box merely near the corridor beats no placement (a later move reports it).
+        done = self._place_avoiding(box, [], deadline)
+        if done is not None:
+            return done
+        return Refinement(False, reason=f"no place to put {box} down near {self.at}")
+
+    def _carry_and_place(
+        self, box: str, keep_out: list[Pose2D], deadline: Deadline
+    ) -> Refinement | None:
+        start = self._pose(self.state)
+        scene = self.mdp._sync(self.state)
+        spots: list[Pose2D] = []
+        for _ in range(40):
+            d, heading = self.rng.uniform(0.8, 2.0), self.rng.uniform(-math.pi, math.pi)
+            pose = (
+                start[0] + d * math.cos(heading),
+                start[1] + d * math.sin(heading),
+                self.rng.uniform(-math.pi, math.pi),
+            )
+            if self._inside(pose, scene._radius) and not scene.collisions(pose):
+                spots.append(pose)
+            if len(spots) >= CARRY_SPOTS:
+                break
+        self.mdp._synced = None
+        before = self.state
+        for spot in spots:
+            if deadline.expired():
+                break
+            result = self._plan(start, spot, False, deadline)
+            if result.vertices is None:
+                continue
+            carried = self._drive(result.vertices, spot, self.at)
+            if carried is None:
+                self.state = before
+                continue
+            placed = self._place_avoiding(box, keep_out, deadline, turns=(0.0, 0.6, -0.6))
+            if placed is not None:
+                return Refinement(
+                    True, carried.actions + placed.actions, carried.states + placed.states
+                )
+            self.state = before
+        return None
+
+    def _place_avoiding(
+        self,
+        box: str,
+        corridor: list[Pose2D],
+        deadline: Deadline,
+        turns: tuple[float, ...] = (0.0, 0.6, -0.6, 1.2, -1.2, 1.9, -1.9, 2.6, -2.6, math.pi),
+    ) -> Refinement | None:
+        doors = [(d.x, d.y) for d in self.task.doors]
+        clear = self.task.settings.base_half_extent + 0.35
+        x, y, yaw = self._pose(self.state)
+        for turn in turns:
+            if deadline.expired():
+                break
+            actions: list[Action] = []
+            state = self.state
+            if turn:
+                new_yaw = math.atan2(math.sin(yaw + turn), math.cos(yaw + turn))
+                target = (round(x, 4), round(y, 4), round(new_yaw, 4))
+                scene = self.mdp._sync(state)
+                if not self._inside(target, scene._radius):
+                    continue
+                state = self.mdp.step(state, ("move", target, NONE))
+                if abs(math.remainder(self._pose(state)[2] - target[2], 2 * math.pi)) > 1e-3:
+                    continue  # the turn with the box in hand is blocked
+                actions.append(("move", target, NONE))
+            pose = self._pose(state)
+            for _ in range(PLACE_SAMPLES):
+                d = self.rng.uniform(0.45, 0.7)
+                b = self.rng.uniform(-0.9, 0.9)
+                px, py = x + d * math.cos(pose[2] + b), y + d * math.sin(pose[2] + b)
+                if not in_reach(pose, px, py):
+                    continue
+                if self.allowed is not None and self.task.room_of(px, py) not in self.allowed:
+                    continue
+                if not self._inside((px, py, 0.0), 0.25):
+                    continue
+                if any(math.hypot(px - dx, py - dy) < DOOR_KEEP_OUT for dx, dy in doors):
+                    continue
+                if any(math.hypot(px - c[0], py - c[1]) < clear for c in corridor):
+                    continue
+                point = (round(px, 4), round(py, 4))
+                placed = self.mdp.step(state, ("place", point, NONE))
+                if placed[2] != NONE:
+                    continue
+                actions.append(("place", point, NONE))
+                states = self._execute(actions)
+                self.state = states[-1]
+                self.moved.add(box)
+                return Refinement(True, actions, states)
+        return None
+
+
+def tamp_interface(
+    mdp: NamoMDP, state: State, camp: CAMP | None, seed: int, settings: dict[str, Any]
+) -> NamoTampInterface:
+    held = state[2]
+    if held != NONE and state[mdp.state_index(str(held))] != HELD:
+        raise ValueError("inconsistent state: the held box is also on the floor")
+    return NamoTampInterface(mdp, state, allowed_rooms(camp), seed, settings)

@@ -1,0 +1,205 @@
+"""Task and motion planning through an interface layer (after Srivastava et al., ICRA 2014).
+
+The planner is domain-independent: a domain offers a :class:`TampInterface` for an MDP (the
+full task or a CAMP), which describes the current symbolic state as PDDL and refines
+symbolic actions into executable MDP actions with its geometric machinery (motion planning,
+grasp and placement sampling). The loop:
+
+1. Fast Downward plans on the symbolic problem of the current state.
+2. Each symbolic step is refined in turn; a refinement executes its actions in the domain's
+   simulator, so the plan is verified step by step as it is built.
+3. A step that cannot be refined reports what stands in the way (e.g. the objects obstructing
+   every path, found by planning again while ignoring movable objects); those facts are added
+   to the symbolic state and the task planner replans from where refinement stopped.
+
+Time is tracked per stage (task planning, refinement and the domain's own stages such as
+motion planning) in :attr:`Planner.stage_times`; every call honours its :class:`Deadline`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from camp_planner.core.camp import CAMP
+from camp_planner.core.mdp import Action, FactoredMDP, State
+from camp_planner.core.planner import Deadline, NoPlanFound, Planner, PlanningError
+from camp_planner.planners.fast_downward import FDRunner
+
+
+@dataclass
+class Refinement:
+    """The outcome of refining one symbolic step.
+
+    On success ``actions`` (MDP actions, already executed in the interface's simulator) and
+    ``states`` (the state after each) are set. On failure ``facts`` holds what was learnt
+    (added to the symbolic state before replanning) and ``reason`` says why; no facts means
+    the failure cannot be explained and the plan is abandoned."""
+
+    ok: bool
+    actions: list[Action] = field(default_factory=list)
+    states: list[State] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+class TampInterface(Protocol):
+    """What a domain provides for one planning call, starting from a given state."""
+
+    def pddl(self) -> tuple[str, str]:
+        """The symbolic domain and problem for the current state and every learnt fact."""
+
+    def refine(self, step: tuple[str, ...], deadline: Deadline) -> Refinement:
+        """Refine symbolic ``step`` (name, *arguments) from the current state; on success
+        the interface's current state advances past it."""
+
+    def learn(self, facts: list[str]) -> None:
+        """Add facts (e.g. ``(blocks box_r3_1 goal)``) to the symbolic state."""
+
+    def at_goal(self) -> bool:
+        """Whether the current state achieves the task."""
+
+    @property
+    def stage_times(self) -> dict[str, float]:
+        """Seconds spent per stage of the domain's own refinement work."""
+
+
+class TampDomainMDP(Protocol):
+    """An MDP that can hand the TAMP planner an interface (the domain's base MDP)."""
+
+    def tamp_interface(
+        self, state: State, camp: CAMP | None, seed: int, settings: dict[str, Any]
+    ) -> TampInterface: ...
+
+
+def tamp_base(mdp: FactoredMDP) -> tuple[Any, CAMP | None]:
+    """The domain MDP offering a TAMP interface, and the CAMP wrapped around it if any."""
+    camp = mdp if isinstance(mdp, CAMP) else None
+    base: Any = camp.base if camp is not None else mdp
+    if not hasattr(base, "tamp_interface"):
+        raise PlanningError(
+            f"the TAMP planner needs a domain with a task-and-motion interface; "
+            f"{base.name} has none (use it on --domain namo)"
+        )
+    return base, camp
+
+
+class TAMP(Planner):
+    """Interface-layer TAMP: Fast Downward for tasks, the domain's refiners for motions.
+
+    Settings:
+        search: Fast Downward's ``--search`` for the symbolic layer.
+        max_replans: give up (no plan) after this many refinement failures.
+        motion_timeout_s: the budget of one motion-planning query (capped by the deadline).
+        motion_planner: the OMPL planner for base motions (e.g. RRTConnect).
+        detour_timeout_s: the budget for looking for a way around known obstructions.
+        fd_mode: ``driver`` or ``resident`` (see the Fast Downward planner).
+    """
+
+    name = "tamp"
+
+    def __init__(
+        self,
+        seed: int = 0,
+        search: str = "astar(lmcut())",
+        max_replans: int = 30,
+        motion_timeout_s: float = 1.0,
+        motion_planner: str = "RRTConnect",
+        detour_timeout_s: float = 0.5,
+        fd_mode: str = "driver",
+    ) -> None:
+        super().__init__(seed)
+        if max_replans < 0:
+            raise ValueError(f"max_replans must be non-negative, got {max_replans}")
+        if not motion_timeout_s > 0:
+            raise ValueError(f"motion_timeout_s must be positive, got {motion_timeout_s}")
+        self.runner = FDRunner(search=search, mode=fd_mode)
+        self.max_replans = max_replans
+        self.settings: dict[str, Any] = {
+            "motion_timeout_s": motion_timeout_s,
+            "motion_planner": motion_planner,
+            "detour_timeout_s": detour_timeout_s,
+        }
+        self._mdp: FactoredMDP | None = None
+        self._plan: list[Action] = []
+        self._expected: list[State] = []
+        self._step = 0
+        self.last_stats: dict[str, Any] = {}
+
+    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
+        tamp_base(mdp)  # a clear error for domains without an interface, before any work
+        self._mdp = mdp
+        self.stage_times = {}
+        self._solve(mdp.initial_state(), deadline)
+
+    def act(self, state: State, deadline: Deadline) -> Action:
+        if self._mdp is None:
+            raise PlanningError("TAMP.act called before prepare")
+        if self._step >= len(self._plan) or self._expected[self._step] != state:
+            self._solve(state, deadline)
+        action = self._plan[self._step]
+        self._step += 1
+        return action
+
+    def _add_time(self, stage: str, seconds: float) -> None:
+        self.stage_times[stage] = self.stage_times.get(stage, 0.0) + seconds
+
+    def _solve(self, state: State, deadline: Deadline) -> None:
+        mdp = self._mdp
+        assert mdp is not None
+        base, camp = tamp_base(mdp)
+        full = camp.sigma_inv(state) if camp is not None else state
+        interface = base.tamp_interface(full, camp, self.seed, self.settings)
+        actions: list[Action] = []
+        states: list[State] = [full]
+        replans = 0
+        symbolic_steps = 0
+        try:
+            while True:
+                deadline.check()
+                domain, problem = interface.pddl()
+                t0 = time.perf_counter()
+                lines = self.runner.solve(domain, problem, deadline)
+                self._add_time("task_planning", time.perf_counter() - t0)
+                steps = [tuple(line.strip("() ").split()) for line in lines if line.startswith("(")]
+                failed: Refinement | None = None
+                for step in steps:
+                    deadline.check()
+                    t0 = time.perf_counter()
+                    outcome = interface.refine(step, deadline)
+                    self._add_time("refinement", time.perf_counter() - t0)
+                    symbolic_steps += 1
+                    if not outcome.ok:
+                        failed = outcome
+                        break
+                    actions += outcome.actions
+                    states += outcome.states
+                if failed is None:
+                    if not interface.at_goal():
+                        raise NoPlanFound("the refined plan does not reach the goal")
+                    break
+                if not failed.facts:
+                    raise NoPlanFound(f"refinement failed: {failed.reason}")
+                replans += 1
+                if replans > self.max_replans:
+                    raise NoPlanFound(f"gave up after {self.max_replans} replans: {failed.reason}")
+                interface.learn(failed.facts)
+        finally:
+            for stage, seconds in interface.stage_times.items():
+                self._add_time(stage, seconds)
+        # The interface executed every action in the simulator of the MDP being planned in:
+        # these are the states execution will visit.
+        if camp is not None:
+            self._plan = [camp.tau(a) for a in actions]
+            self._expected = [camp.sigma(s) for s in states]
+        else:
+            self._plan, self._expected = actions, states
+        self._step = 0
+        self.last_stats = {
+            "actions": len(actions),
+            "symbolic_steps": symbolic_steps,
+            "replans": replans,
+        }
+        if not self._plan:
+            raise NoPlanFound("the task planner returned an empty plan outside the goal")
