@@ -69,3 +69,20 @@ def test_resolve_by_index_id_and_name_and_errors() -> None:
         space.resolve("nope")
     with pytest.raises(CampError):
         ContextSpaceSpec.from_mapping({"max_len": 3})
+
+
+def test_required_values_appear_in_every_disjunction() -> None:
+    spec = ContextSpaceSpec(
+        variables=("agent_room",),
+        required_values=(0, 8),
+        include_single=False,
+        min_disjunction_length=3,
+        max_disjunction_length=4,
+    )
+    space = generate_context_space(_mdp(), spec)
+    # Choose 1 or 2 of the 7 other rooms to go with rooms 0 and 8.
+    assert len(space) == 1 + 7 + 21
+    assert all({0, 8} <= {t.value for t in c.terms} for c in space if not c.is_universal)
+    assert spec.to_json()["required_values"] == [0, 8]
+    assert "required_values" not in ContextSpaceSpec().to_json()
+    assert ContextSpaceSpec.from_mapping(spec.to_json()) == spec

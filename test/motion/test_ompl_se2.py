@@ -1,4 +1,6 @@
 import math
+import subprocess
+import sys
 
 import pytest
 
@@ -27,10 +29,23 @@ def test_path_goes_around_the_wall_and_every_waypoint_is_valid() -> None:
     assert result.checks > 0
 
 
-def test_same_seed_same_path() -> None:
-    a = plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, _wall_free, seed=3)
-    b = plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, _wall_free, seed=3)
-    assert a.path == b.path
+_SCRIPT = """
+from camp_planner.motion.ompl_se2 import plan_base_path
+free = lambda x, y, t: not (4.0 < x < 5.0 and y < 7.0) and 0.3 < x < 8.7 and 0.3 < y < 8.7
+for _ in range(2):
+    print(plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), (0, 0, 9, 9), free, seed=3).path)
+"""
+
+
+def test_a_fresh_process_with_the_same_seed_plans_the_same_paths() -> None:
+    # OMPL takes one seed per process, before its first random number.
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1] and runs[0].count("[(") == 2
 
 
 def test_unreachable_goal_returns_none_after_the_timeout() -> None:

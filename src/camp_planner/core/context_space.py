@@ -28,6 +28,9 @@ class ContextSpaceSpec:
     variables: tuple[str, ...] | None = None
     # Only terms with these values (e.g. [0]: "stay out of X" but never "be in X").
     values: tuple[Hashable, ...] | None = None
+    # Values every disjunction must contain (e.g. the start and goal rooms: a context that
+    # forbids either can never help).
+    required_values: tuple[Hashable, ...] | None = None
     include_single: bool = True
     min_disjunction_length: int = 2
     max_disjunction_length: int = 2
@@ -39,7 +42,7 @@ class ContextSpaceSpec:
     def from_mapping(data: Mapping[str, Any]) -> ContextSpaceSpec:
         reject_unknown(data, ContextSpaceSpec.__dataclass_fields__, "context-space")
         values = dict(data)
-        for key in ("variables", "values"):
+        for key in ("variables", "values", "required_values"):
             if values.get(key) is not None:
                 values[key] = tuple(freeze(v) for v in values[key])
         return ContextSpaceSpec(**values)
@@ -48,6 +51,9 @@ class ContextSpaceSpec:
         out = asdict(self)
         out["variables"] = list(self.variables) if self.variables is not None else None
         out["values"] = list(self.values) if self.values is not None else None
+        required = out.pop("required_values")
+        if required is not None:  # absent when unused, so older specs keep their form
+            out["required_values"] = list(required)
         return out
 
 
@@ -134,6 +140,10 @@ def generate_context_space(mdp: FactoredMDP, spec: ContextSpaceSpec) -> ContextS
         found.extend(Context("single", (t,)) for t in terms)
     for length in range(max(2, spec.min_disjunction_length), spec.max_disjunction_length + 1):
         for combo in itertools.combinations(terms, length):
+            if spec.required_values is not None and not set(spec.required_values) <= {
+                t.value for t in combo
+            }:
+                continue
             if _joint_domain_size(combo, sizes) <= spec.max_domain_size:
                 found.append(Context("disjunction", combo))
     for length in range(2, spec.max_conjunction_length + 1):

@@ -36,6 +36,13 @@ class CSIConfig:
     exact_threshold: float = 1e-9
     max_rejections: int = 200
     seed: int = 0
+    # Count a changed successor as a dependence only when both successors stay inside the
+    # context (deterministic simulators, contexts over state variables). In the CAMP every
+    # exit from the context ends in the sink, so how a dropped variable would have changed an
+    # exit is never observed. This can make a CAMP optimistic about where exits lead; planners
+    # using it must keep clear of the context's boundary (NAMO's TAMP keeps the robot's whole
+    # body out of forbidden rooms). Beyond the paper; off by default.
+    ignore_exits: bool = False
 
     @staticmethod
     def from_mapping(data: Mapping[str, Any]) -> CSIConfig:
@@ -46,7 +53,10 @@ class CSIConfig:
         return cfg
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if not self.ignore_exits:  # absent when off, so existing caches keep their keys
+            del out["ignore_exits"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -189,6 +199,7 @@ def learn_csis(
             if known is None or parent in known.get(child, frozenset())
         }
     free = [i for i in free if children[layout[i]]]
+    exits_ignored = config.ignore_exits and context.variables <= set(state_names)
     for step, (task, s, a) in enumerate(samples):
         mdp, oracle, member = mdps[task], oracles[task], members[task]
         det = oracle.deterministic(s, a)
@@ -208,6 +219,8 @@ def learn_csis(
                     # comparisons run at C speed; this is what makes hundreds of fluents
                     # affordable).
                     if det2 == det:
+                        continue
+                    if exits_ignored and not (member(det, a) and member(det2, a2)):
                         continue
                     if i < n_state and det2[:i] == det[:i] and det2[i + 1 :] == det[i + 1 :]:
                         if i in targets:  # only the probed variable itself changed
@@ -229,6 +242,9 @@ def learn_csis(
                         dependent.add((parent, child))
         if progress is not None:
             progress(step + 1, len(samples))
+    groups = [g for g in mdps[0].exchangeable_groups() if not g & context.variables]
+    if groups:
+        dependent = tie_exchangeable(dependent, groups)
     return CSIResult(
         context=context,
         variables=tuple(layout),
@@ -236,6 +252,29 @@ def learn_csis(
         samples=sum(o.calls for o in oracles),
         seconds=time.perf_counter() - start,
     )
+
+
+def tie_exchangeable(
+    dependencies: set[tuple[str, str]], groups: Sequence[frozenset[str]]
+) -> set[tuple[str, str]]:
+    """Close ``dependencies`` under swapping exchangeable variables: if (p, c) holds and p
+    and q are exchangeable, so does (q, c) with p and q swapped in c too. Evidence found for
+    one member of a group then holds for all, which is what a finite sample budget misses."""
+    group_of = {v: g for g in groups for v in g}
+    out = set(dependencies)
+    frontier = list(dependencies)
+    while frontier:
+        p, c = frontier.pop()
+        for v in {p, c}:
+            for w in group_of.get(v, ()):
+                if w == v:
+                    continue
+                swap = {v: w, w: v}
+                tied = (swap.get(p, p), swap.get(c, c))
+                if tied not in out:
+                    out.add(tied)
+                    frontier.append(tied)
+    return out
 
 
 def _sample_in_context(

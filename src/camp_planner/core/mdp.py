@@ -171,6 +171,12 @@ class FactoredMDP(ABC):
         under a context is still learned from the simulator."""
         return None
 
+    def exchangeable_groups(self) -> Sequence[frozenset[str]]:
+        """Groups of state variables that play interchangeable roles in the dynamics (e.g. the
+        slots of one room's boxes): CSI learning shares dependencies within a group unless a
+        context mentions its members. None by default."""
+        return ()
+
     def assign_state(self, state: State, index: int, value: Hashable) -> State:
         """``state`` with variable ``index`` set to ``value``; domains override this to keep
         derived variables consistent (e.g. a room label that follows from a position)."""

@@ -7,7 +7,7 @@ from camp_planner.domains.base import Domain
 
 
 def domain_names() -> list[str]:
-    return ["dinner", "gridworld", "pddl"]
+    return ["dinner", "gridworld", "namo", "pddl"]
 
 
 def get_domain(name: str) -> Domain:
@@ -20,6 +20,10 @@ def get_domain(name: str) -> Domain:
         from camp_planner.domains.dinner.domain import DinnerDomain
 
         return DinnerDomain()
+    if name == "namo":
+        from camp_planner.domains.namo.domain import NamoDomain
+
+        return NamoDomain()
     if name == "pddl":
         from camp_planner.domains.pddl_files.domain import PddlFilesDomain
 

@@ -60,6 +60,9 @@ class TampInterface(Protocol):
     def at_goal(self) -> bool:
         """Whether the current state achieves the task."""
 
+    def close(self) -> None:
+        """Undo any planning-only change to the domain's simulator."""
+
     @property
     def stage_times(self) -> dict[str, float]:
         """Seconds spent per stage of the domain's own refinement work."""
@@ -125,17 +128,31 @@ class TAMP(Planner):
         self._plan: list[Action] = []
         self._expected: list[State] = []
         self._step = 0
+        self.deviations = 0
         self.last_stats: dict[str, Any] = {}
 
     def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
         tamp_base(mdp)  # a clear error for domains without an interface, before any work
         self._mdp = mdp
         self.stage_times = {}
+        self.deviations = 0
         self._solve(mdp.initial_state(), deadline)
 
     def act(self, state: State, deadline: Deadline) -> Action:
-        if self._mdp is None:
+        mdp = self._mdp
+        if mdp is None:
             raise PlanningError("TAMP.act called before prepare")
+        if self._step < len(self._plan) and self._expected[self._step] != state:
+            # The plan was verified in the simulator of the MDP planned in; if the real world
+            # disagrees, a CAMP dropped something that matters (e.g. a box its CSIs missed).
+            # Replanning in the same CAMP would repeat the mistake, so give up on it and let
+            # the caller fall back to another abstraction.
+            self.deviations += 1
+            if isinstance(mdp, CAMP) or self.deviations > 1:
+                raise NoPlanFound(
+                    f"execution left the verified plan at step {self._step}: the "
+                    "abstraction misses something that matters here"
+                )
         if self._step >= len(self._plan) or self._expected[self._step] != state:
             self._solve(state, deadline)
         action = self._plan[self._step]
@@ -186,6 +203,7 @@ class TAMP(Planner):
                     raise NoPlanFound(f"gave up after {self.max_replans} replans: {failed.reason}")
                 interface.learn(failed.facts)
         finally:
+            interface.close()
             for stage, seconds in interface.stage_times.items():
                 self._add_time(stage, seconds)
         # The interface executed every action in the simulator of the MDP being planned in:

@@ -92,6 +92,7 @@ class NamoScene:
         for j, q in enumerate(TUCKED):
             pb.resetJointState(self.arm, j, q, physicsClientId=c)
         self.held: str | None = None
+        self._zones: list[int] = []
         self._held_offset = (0.0, 0.0, 0.0)
         self._names = {v: k for k, v in self.boxes.items()}
         self._names.update({w: "wall" for w in self.walls})
@@ -213,6 +214,27 @@ class NamoScene:
         pb.resetBasePositionAndOrientation(
             self.boxes[name], (x, y, z), _quat(yaw), physicsClientId=self.client
         )
+
+    # --- keep-out zones -----------------------------------------------------------------------
+    def set_zones(self, rects: list[tuple[float, float, float, float]]) -> None:
+        """Make floor rectangles (e.g. the rooms a context forbids) solid for collision checks:
+        they are reported as ``"forbidden"``. Planning only; :meth:`clear_zones` removes them."""
+        self.clear_zones()
+        height = self.task.settings.wall_height + 1.0
+        for x0, y0, x1, y1 in rects:
+            body = self._static_box(
+                ((x1 - x0) / 2, (y1 - y0) / 2, height / 2),
+                ((x0 + x1) / 2, (y0 + y1) / 2, height / 2),
+                (0.5, 0.5, 0.5, 0.0),
+            )
+            self._zones.append(body)
+            self._names[body] = "forbidden"
+
+    def clear_zones(self) -> None:
+        for body in self._zones:
+            pb.removeBody(body, physicsClientId=self.client)
+            self._names.pop(body, None)
+        self._zones = []
 
     # --- collision checking -----------------------------------------------------------------
     def robot_parts(self) -> list[int]:

@@ -169,6 +169,9 @@ class NamoMDP(FactoredMDP):
 
     def step(self, state: State, action: Action) -> State:
         """The (deterministic) successor of ``state`` under ``action``."""
+        if self._scene is not None and self._scene._zones:
+            # Planning-only keep-out zones change what blocks a move: don't remember those.
+            return self._step(state, action)
         key = (state, action)
         found = self._memo.get(key)
         if found is not None:
@@ -346,6 +349,35 @@ class NamoMDP(FactoredMDP):
         m = 0.25
         return (round(rng.uniform(x0 + m, x1 - m), 4), round(rng.uniform(y0 + m, y1 - m), 4))
 
+    def sample_state_action(self, rng: random.Random) -> tuple[State, Action]:
+        """Every sample is built around one box B (with the robot facing it): pick B, drive
+        across B, or drive across B carrying another box. A small budget then sees each
+        kind of interaction, in every room that has boxes."""
+        state = self.sample_state(rng)
+        present = [(n, v) for n, i in _SLOT_INDEX.items() if isinstance(v := state[i], tuple)]
+        if not present:
+            return state, self.sample_action(state, rng)
+        name, value = rng.choice(present)
+        bx, by = float(value[0]), float(value[1])
+        heading = rng.uniform(-math.pi, math.pi)
+        roll = rng.random()
+        d = rng.uniform(0.45, 0.55) if roll < 0.35 else rng.uniform(0.5, 1.0)
+        pose = (bx - d * math.cos(heading), by - d * math.sin(heading), heading)
+        state = self.assign_state(state, 0, pose)
+        if roll < 0.35:
+            return state, ("pick", None, name)
+        if roll < 0.6:
+            others = [n for n, _ in present if n != name]
+            if others:
+                state = self.assign_state(state, 2, rng.choice(others))
+        beyond = d + rng.uniform(0.4, 1.2)
+        target = (
+            bx - d * math.cos(heading) + beyond * math.cos(heading),
+            by - d * math.sin(heading) + beyond * math.sin(heading),
+            rng.uniform(-math.pi, math.pi),
+        )
+        return state, ("move", _round_pose(target), NONE)
+
     def sample_action(self, state: State, rng: random.Random) -> Action:
         pose = state[0]
         assert isinstance(pose, tuple)
@@ -381,6 +413,10 @@ class NamoMDP(FactoredMDP):
         from camp_planner.domains.namo.tamp import tamp_interface
 
         return tamp_interface(self, state, camp, seed, settings)
+
+    def exchangeable_groups(self) -> Sequence[frozenset[str]]:
+        """The slots of one room: same sampling region, same dynamics."""
+        return [frozenset(f"box_r{room}_{k}" for k in range(SLOTS_PER_ROOM)) for room in BOX_ROOMS]
 
     def describe_action(self, action: Action) -> str:
         op, target, obj = action

@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
 
+from camp_planner.domains.base import RenderPanel
 from camp_planner.domains.namo.world import N_ROOMS, NamoTask, Pose2D
 
 ALLOWED = "#dbeafe"
@@ -79,6 +80,58 @@ def render_scene(task: NamoTask, path: Path, **kwargs: Any) -> None:
     """One scene (see :func:`draw_scene` for the options) written to ``path`` as a PNG."""
     fig, ax = plt.subplots(figsize=(5.0, 5.0))
     draw_scene(ax, task, **kwargs)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _pose(value: tuple[object, ...]) -> Pose2D:
+    return (float(str(value[0])), float(str(value[1])), float(str(value[2])))
+
+
+def render_panels(task: NamoTask, panels: Sequence[RenderPanel], path: Path) -> None:
+    """One scene per episode panel, side by side: the rooms its context allows, the boxes its
+    CAMP dropped, the base path driven and the boxes moved."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 5.2), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        ctx = panel.context
+        allowed = None
+        if not ctx.is_universal and "robot_room" in ctx.variables:
+            allowed = {int(str(v)) for v in ctx.allowed_values()["robot_room"]}
+        dropped = set(panel.camp.dropped_variables) if panel.camp is not None else set()
+        base_path: list[Pose2D] = []
+        moved: dict[str, tuple[float, float]] = {}
+        title = panel.title
+        if panel.episode is not None:
+            ep = panel.episode
+            base_path = [_pose(s[0]) for s in ep.states if isinstance(s[0], tuple)]
+            final = ep.states[-1] if ep.states else ()
+            if final and len(final) > 3:
+                from camp_planner.domains.namo.mdp import SLOT_NAMES
+
+                for k, name in enumerate(SLOT_NAMES):
+                    value = final[3 + k]
+                    box = next((b for b in task.boxes if b.name == name), None)
+                    if (
+                        box is not None
+                        and isinstance(value, tuple)
+                        and abs(float(value[0]) - box.x) + abs(float(value[1]) - box.y) > 1e-3
+                    ):
+                        moved[name] = (float(value[0]), float(value[1]))
+            title += (
+                f"\nreturn {ep.discounted_return:.0f}, compute {ep.compute_time_s:.2f} s, "
+                f"{'goal' if ep.success else ep.outcome}, {len(moved)} boxes moved"
+            )
+        draw_scene(
+            ax,
+            task,
+            allowed_rooms=allowed,
+            dropped=dropped,
+            base_path=base_path,
+            moved=moved,
+            title=title,
+        )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -38,7 +38,10 @@ _SLOTS = set(SLOT_NAMES)
 TARGET_SAMPLES = 6
 RELAXED_TRIES = 3
 PLACE_SAMPLES = 16
-CARRY_SPOTS = 4
+CARRY_SPOTS = 6
+# Motion plans keep this clearance, so that executing them (checked more finely, without
+# clearance) never grazes what the planner's coarser checks passed.
+PLAN_MARGIN = 0.02
 DOOR_KEEP_OUT = 0.75  # metres around a doorway's centre where nothing may be put down
 
 
@@ -82,6 +85,7 @@ class NamoTampInterface:
         self.near: set[str] = set()  # boxes that have a near_<box> location
         self._corridor: list[Pose2D] | None = None
         self.keep_out: list[Pose2D] = []
+        self._zoned = False
         self._forbidden = [
             self.task.room_rect(r) for r in range(9) if allowed is not None and r not in allowed
         ]
@@ -163,7 +167,7 @@ class NamoTampInterface:
         self.stage_times[stage] = self.stage_times.get(stage, 0.0) + time.perf_counter() - t0
 
     def _inside(self, pose: Pose2D, radius: float) -> bool:
-        """Whether a disc of ``radius`` around the pose keeps out of every forbidden room."""
+        """Whether a disc of ``radius`` around the point keeps out of every forbidden room."""
         x, y = pose[0], pose[1]
         for x0, y0, x1, y1 in self._forbidden:
             dx = max(x0 - x, 0.0, x - x1)
@@ -172,14 +176,29 @@ class NamoTampInterface:
                 return False
         return True
 
-    def _valid(self, scene: Any, ignore_boxes: bool) -> Any:
+    def close(self) -> None:
+        """Take the planning-only keep-out zones out of the shared simulator."""
+        if self._zoned:
+            self.mdp.scene().clear_zones()
+            self._zoned = False
+
+    def _scene(self) -> Any:
+        """The simulator showing the current state, with the forbidden rooms solid."""
+        scene = self.mdp._sync(self.state)
+        if not self._zoned and self._forbidden:
+            scene.set_zones(self._forbidden)
+            self._zoned = True
+        return scene
+
+    def _valid(self, scene: Any, ignore_boxes: bool, solid: str = "") -> Any:
+        """Validity for OMPL: collision-free (with margin); ``ignore_boxes`` lets the robot
+        pass through movable boxes except ``solid`` (the box it is going to pick)."""
+        passable = _SLOTS - {solid}
+
         def check(x: float, y: float, yaw: float) -> bool:
-            pose = (x, y, yaw)
-            if not self._inside(pose, scene._radius):
-                return False
-            hits = scene.collisions(pose)
+            hits = scene.collisions((x, y, yaw), PLAN_MARGIN)
             if ignore_boxes:
-                hits -= _SLOTS
+                hits -= passable
             return not hits
 
         return check
@@ -191,8 +210,9 @@ class NamoTampInterface:
         ignore_boxes: bool,
         deadline: Deadline,
         timeout: float | None = None,
+        solid: str = "",
     ) -> MotionResult:
-        scene = self.mdp._sync(self.state)
+        scene = self._scene()
         size = self.task.settings.world_size
         t0 = time.perf_counter()
         before = scene.checks
@@ -201,7 +221,7 @@ class NamoTampInterface:
             start,
             goal,
             (0.0, 0.0, size, size),
-            self._valid(scene, ignore_boxes),
+            self._valid(scene, ignore_boxes, solid),
             timeout_s=budget,
             seed=self.rng.randrange(2**31),
             planner=self.motion_planner,
@@ -213,24 +233,24 @@ class NamoTampInterface:
 
     def _targets(self, loc: str) -> list[Pose2D]:
         """Candidate base poses for location ``loc``, free and inside the allowed rooms."""
-        scene = self.mdp._sync(self.state)
+        scene = self._scene()
         out: list[Pose2D] = []
         if loc == "goal":
             cx, cy = self.task.goal
-            dists = (0.6, 0.7)
+            dists = (0.55, 0.72)
             box_top = None
         else:
             value = self._value(loc[len("near_") :])
             if not isinstance(value, tuple):
                 return []
             cx, cy = float(value[0]), float(value[1])
-            dists = (0.5, 0.6)
+            dists = (0.46, 0.56)
             box_top = self.task.settings.box_size[2] + 0.02
-        for _ in range(TARGET_SAMPLES * 6):
+        for _ in range(TARGET_SAMPLES * 20):
             heading = self.rng.uniform(-math.pi, math.pi)
-            d = self.rng.choice(dists)
+            d = self.rng.uniform(*dists)
             pose = (cx - d * math.cos(heading), cy - d * math.sin(heading), heading)
-            if not self._inside(pose, scene._radius) or scene.collisions(pose):
+            if scene.collisions(pose, PLAN_MARGIN):
                 continue
             if loc == "goal" and not self.task.reached(pose[0], pose[1]):
                 continue
@@ -254,6 +274,7 @@ class NamoTampInterface:
 
     def _refine_move(self, loc: str, deadline: Deadline) -> Refinement:
         self._corridor_poses(deadline)
+        target_box = loc[len("near_") :] if loc.startswith("near_") else ""
         start = self._pose(self.state)
         targets = self._targets(loc)
         if not targets:
@@ -262,10 +283,17 @@ class NamoTampInterface:
         # path; otherwise it names the boxes that are. A few tries keep the fewest blockers.
         best: tuple[set[str], Pose2D] | None = None
         best_path: list[Pose2D] = []
-        for target in targets[:RELAXED_TRIES]:
-            if deadline.expired():
+        # The box to be picked stays solid (the approach must not pass through it); if no
+        # such path turns up, the approach itself may need it moved first.
+        tries = [(t, target_box) for t in targets[:RELAXED_TRIES]]
+        if target_box:
+            tries += [(t, "") for t in targets[:2]]
+        for target, solid in tries:
+            if deadline.expired() or (best is not None and solid != target_box):
                 break
-            relaxed = self._plan(start, target, True, deadline)
+            relaxed = self._plan(
+                start, target, True, deadline, 2 * self.motion_timeout, solid=solid
+            )
             if relaxed.path is None:
                 continue
             blockers = self._boxes_on(relaxed.path)
@@ -287,7 +315,6 @@ class NamoTampInterface:
                 done = self._drive(result.vertices, target, loc)
                 if done is not None:
                     return done
-        target_box = loc[len("near_") :] if loc.startswith("near_") else ""
         blockers.discard(target_box)
         # Boxes put aside later must keep off the way they were found blocking.
         self.keep_out += best_path[::4]
@@ -300,7 +327,7 @@ class NamoTampInterface:
         )
 
     def _boxes_on(self, path: list[Pose2D]) -> set[str]:
-        scene = self.mdp._sync(self.state)
+        scene = self._scene()
         before = scene.checks
         hits: set[str] = set()
         for pose in path:
@@ -371,39 +398,60 @@ class NamoTampInterface:
     def _carry_and_place(
         self, box: str, keep_out: list[Pose2D], deadline: Deadline
     ) -> Refinement | None:
+        """Choose a free floor spot first (clear of doorways and ``keep_out``), then a base
+        pose facing it, then a transfer motion there with the box in hand."""
         start = self._pose(self.state)
-        scene = self.mdp._sync(self.state)
-        spots: list[Pose2D] = []
-        for _ in range(40):
-            d, heading = self.rng.uniform(0.8, 2.0), self.rng.uniform(-math.pi, math.pi)
-            pose = (
-                start[0] + d * math.cos(heading),
-                start[1] + d * math.sin(heading),
-                self.rng.uniform(-math.pi, math.pi),
-            )
-            if self._inside(pose, scene._radius) and not scene.collisions(pose):
-                spots.append(pose)
-            if len(spots) >= CARRY_SPOTS:
-                break
-        self.mdp._synced = None
+        scene = self._scene()
         before = self.state
-        for spot in spots:
-            if deadline.expired():
+        tried = 0
+        for _ in range(60):
+            if deadline.expired() or tried >= CARRY_SPOTS:
                 break
-            result = self._plan(start, spot, False, deadline)
+            d, heading = self.rng.uniform(0.8, 2.5), self.rng.uniform(-math.pi, math.pi)
+            px, py = start[0] + d * math.cos(heading), start[1] + d * math.sin(heading)
+            if not self._spot_ok(px, py, keep_out):
+                continue
+            face = self.rng.uniform(-math.pi, math.pi)
+            pose = (px - 0.5 * math.cos(face), py - 0.5 * math.sin(face), face)
+            scene = self._scene()
+            if scene.collisions(pose, PLAN_MARGIN):
+                continue
+            tried += 1
+            result = self._plan(start, pose, False, deadline)
             if result.vertices is None:
                 continue
-            carried = self._drive(result.vertices, spot, self.at)
+            carried = self._drive(result.vertices, pose, self.at)
             if carried is None:
                 self.state = before
                 continue
-            placed = self._place_avoiding(box, keep_out, deadline, turns=(0.0, 0.6, -0.6))
-            if placed is not None:
-                return Refinement(
-                    True, carried.actions + placed.actions, carried.states + placed.states
-                )
-            self.state = before
+            point = (round(px, 4), round(py, 4))
+            placed = self.mdp.step(self.state, ("place", point, NONE))
+            if placed[2] != NONE:
+                self.state = before
+                continue
+            self.state = placed
+            self.moved.add(box)
+            return Refinement(
+                True, [*carried.actions, ("place", point, NONE)], [*carried.states, placed]
+            )
+        self.mdp._synced = None
         return None
+
+    def _spot_ok(self, px: float, py: float, keep_out: list[Pose2D]) -> bool:
+        """Whether a box may be put down at (px, py): inside an allowed room, clear of its
+        walls, of doorways and of the corridors the robot still needs."""
+        if not (
+            0.0 < px < self.task.settings.world_size and 0.0 < py < self.task.settings.world_size
+        ):
+            return False
+        if self.allowed is not None and self.task.room_of(px, py) not in self.allowed:
+            return False
+        if not self._inside((px, py, 0.0), 0.25):
+            return False
+        if any(math.hypot(px - d.x, py - d.y) < DOOR_KEEP_OUT for d in self.task.doors):
+            return False
+        clear = self.task.settings.base_half_extent + 0.35
+        return not any(math.hypot(px - c[0], py - c[1]) < clear for c in keep_out)
 
     def _place_avoiding(
         self,
@@ -412,8 +460,6 @@ class NamoTampInterface:
         deadline: Deadline,
         turns: tuple[float, ...] = (0.0, 0.6, -0.6, 1.2, -1.2, 1.9, -1.9, 2.6, -2.6, math.pi),
     ) -> Refinement | None:
-        doors = [(d.x, d.y) for d in self.task.doors]
-        clear = self.task.settings.base_half_extent + 0.35
         x, y, yaw = self._pose(self.state)
         for turn in turns:
             if deadline.expired():
@@ -423,9 +469,6 @@ class NamoTampInterface:
             if turn:
                 new_yaw = math.atan2(math.sin(yaw + turn), math.cos(yaw + turn))
                 target = (round(x, 4), round(y, 4), round(new_yaw, 4))
-                scene = self.mdp._sync(state)
-                if not self._inside(target, scene._radius):
-                    continue
                 state = self.mdp.step(state, ("move", target, NONE))
                 if abs(math.remainder(self._pose(state)[2] - target[2], 2 * math.pi)) > 1e-3:
                     continue  # the turn with the box in hand is blocked
@@ -435,15 +478,7 @@ class NamoTampInterface:
                 d = self.rng.uniform(0.45, 0.7)
                 b = self.rng.uniform(-0.9, 0.9)
                 px, py = x + d * math.cos(pose[2] + b), y + d * math.sin(pose[2] + b)
-                if not in_reach(pose, px, py):
-                    continue
-                if self.allowed is not None and self.task.room_of(px, py) not in self.allowed:
-                    continue
-                if not self._inside((px, py, 0.0), 0.25):
-                    continue
-                if any(math.hypot(px - dx, py - dy) < DOOR_KEEP_OUT for dx, dy in doors):
-                    continue
-                if any(math.hypot(px - c[0], py - c[1]) < clear for c in corridor):
+                if not in_reach(pose, px, py) or not self._spot_ok(px, py, corridor):
                     continue
                 point = (round(px, 4), round(py, 4))
                 placed = self.mdp.step(state, ("place", point, NONE))

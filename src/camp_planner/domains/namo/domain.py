@@ -1,0 +1,117 @@
+"""NAMO (paper domain D3) as a :class:`Domain`: seeded tasks, image features, room contexts,
+renders. The simulator (PyBullet) is only started when an MDP is stepped."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from camp_planner.core.feasibility import RegionGraph
+from camp_planner.core.mdp import FactoredMDP
+from camp_planner.domains.base import Domain, RenderPanel, paper_selector_settings
+from camp_planner.domains.namo.world import (
+    GOAL_ROOM,
+    N_ROOMS,
+    START_ROOM,
+    NamoSettings,
+    NamoTask,
+    generate_task,
+)
+
+_SPLIT_OFFSET = {"train": 0, "test": 1_000_000}
+IMAGE = 50  # features: a 50 × 50 top-down image (18 cm per pixel)
+# World settings a configuration may change; the rest (slots per room, box size) fix the
+# variable layout every task shares.
+_WORLD_KEYS = ("door_width", "extra_door_prob", "fill_prob", "goal_reward", "reach")
+
+
+class NamoDomain(Domain):
+    """Paper domain D3: a mobile manipulator clears boxes to reach a goal three rooms away."""
+
+    name = "namo"
+    version = "1"
+
+    def default_config(self) -> dict[str, Any]:
+        st = NamoSettings()
+        return {
+            "seed": 0,
+            "tasks": {"train": 50, "test": 10},
+            "mdp": {"horizon": 200, "gamma": 1.0},
+            "world": {k: getattr(st, k) for k in _WORLD_KEYS},
+            "contexts": {
+                # Disjunctions of the rooms the robot may enter; every one keeps the start and
+                # goal rooms (a context without them could never help).
+                "variables": ["robot_room"],
+                "max_domain_size": 10,
+                "required_values": [START_ROOM, GOAL_ROOM],
+                "include_single": False,
+                "min_disjunction_length": 3,
+                "max_disjunction_length": 8,
+                "max_conjunction_length": 0,
+                "max_contexts": 51,
+                "seed": 0,
+            },
+            "csi": {"k1": 25, "k2": 25, "tasks": 10, "seed": 0, "ignore_exits": True},
+            "camp": {"sink_reward": -1000.0},
+            "selector": paper_selector_settings(),
+            "timeout_s": 60.0,
+            "lambda": {"tamp": 100.0},
+            "planners": {"tamp": {}},
+        }
+
+    def make_tasks(self, config: Mapping[str, Any], split: str) -> Sequence[NamoTask]:
+        settings = NamoSettings(**{k: config["world"][k] for k in _WORLD_KEYS})
+        base = int(config["seed"]) * 10_000 + _SPLIT_OFFSET[split]
+        count = int(config["tasks"][split])
+        return [generate_task(i, base + i, settings) for i in range(count)]
+
+    def make_mdp(self, task: Any, config: Mapping[str, Any]) -> FactoredMDP:
+        from camp_planner.domains.namo.mdp import NamoMDP
+
+        assert isinstance(task, NamoTask)
+        return NamoMDP.from_task(
+            task, horizon=int(config["mdp"]["horizon"]), gamma=float(config["mdp"]["gamma"])
+        )
+
+    def features(self, task: Any) -> np.ndarray:
+        """A 4 × 50 × 50 top-down image: walls, boxes, goal object, robot start."""
+        assert isinstance(task, NamoTask)
+        img = np.zeros((4, IMAGE, IMAGE), dtype=np.float32)
+        scale = IMAGE / task.settings.world_size
+
+        def fill(channel: int, rect: tuple[float, float, float, float]) -> None:
+            x0, y0, x1, y1 = rect
+            c0, c1 = max(int(x0 * scale), 0), min(int(np.ceil(x1 * scale)), IMAGE)
+            r0, r1 = max(int(y0 * scale), 0), min(int(np.ceil(y1 * scale)), IMAGE)
+            img[channel, r0:r1, c0:c1] = 1.0
+
+        for wall in task.walls():
+            fill(0, wall)
+        for box in task.boxes:
+            fill(1, task.box_rect(box.x, box.y))
+        gx, gy = task.goal
+        fill(2, (gx - 0.1, gy - 0.1, gx + 0.1, gy + 0.1))
+        sx, sy, _ = task.start
+        h = task.settings.base_half_extent
+        fill(3, (sx - h, sy - h, sx + h, sy + h))
+        return img
+
+    def region_graph(self, task: Any) -> RegionGraph:
+        """Rooms joined by doorways (boxes in a doorway can be moved, so they don't count)."""
+        assert isinstance(task, NamoTask)
+        return RegionGraph.from_edges(
+            "robot_room",
+            range(N_ROOMS),
+            [(d.a, d.b) for d in task.doors],
+            task.room_of(*task.start[:2]),
+            [GOAL_ROOM],
+        )
+
+    def render(self, task: Any, panels: Sequence[RenderPanel], path: Path) -> None:
+        from camp_planner.domains.namo.render import render_panels
+
+        assert isinstance(task, NamoTask)
+        render_panels(task, panels, path)

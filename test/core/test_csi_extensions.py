@@ -1,0 +1,91 @@
+"""CSI learning beyond the paper: exits from the context, and exchangeable variables."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Sequence
+
+from camp_planner.core.context import Context, Term
+from camp_planner.core.csi import CSIConfig, learn_csis, tie_exchangeable
+from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State, Variable
+
+
+class _Corridor(FactoredMDP):
+    """``pos`` 0..5 along a corridor, zone = pos >= 3 ("far"). A gate variable only matters
+    at the step from 2 to 3 (it blocks entering the far zone); ``noise`` never matters."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            name="corridor",
+            state_vars=(
+                Variable("pos", tuple(range(6))),
+                Variable("zone", ("near", "far")),
+                Variable("gate", (0, 1)),
+                Variable("noise", (0, 1)),
+            ),
+            action_vars=(Variable("go", (0, 1), default=0),),
+            reward_vars=frozenset({"pos"}),
+            horizon=10,
+        )
+
+    def _next(self, s: State, a: Action) -> State:
+        pos, _, gate, noise = s
+        assert isinstance(pos, int)
+        nxt = pos + 1 if a[0] == 1 and pos < 5 else pos
+        if pos == 2 and nxt == 3 and gate == 1:
+            nxt = 2
+        return (nxt, "far" if nxt >= 3 else "near", gate, noise)
+
+    def initial_state(self) -> State:
+        return (0, "near", 0, 0)
+
+    def reward(self, s: State, a: Action, s2: State) -> float:
+        return 0.0
+
+    def is_terminal(self, s: State) -> bool:
+        return False
+
+    def applicable_actions(self, s: State) -> Sequence[Action]:
+        return [(0,), (1,)]
+
+    def sample_next_state(self, s: State, a: Action, rng: random.Random) -> State:
+        return self._next(s, a)
+
+    def transition_distribution(self, s: State, a: Action) -> Sequence[Outcome]:
+        return [Outcome(self._next(s, a), 1.0)]
+
+    def sample_state(self, rng: random.Random) -> State:
+        pos = rng.randrange(6)
+        return (pos, "far" if pos >= 3 else "near", rng.randrange(2), rng.randrange(2))
+
+    def assign_state(self, state: State, index: int, value: Hashable) -> State:
+        if index == 0:
+            assert isinstance(value, int)
+            return (value, "far" if value >= 3 else "near", *state[2:])
+        return super().assign_state(state, index, value)
+
+
+NEAR = Context("single", (Term("zone", "near"),))
+
+
+def test_dependences_that_only_change_exits_are_ignored_on_request() -> None:
+    mdp = _Corridor()
+    plain = learn_csis([mdp], NEAR, CSIConfig(k1=60, k2=4, seed=0))
+    exits = learn_csis([mdp], NEAR, CSIConfig(k1=60, k2=4, seed=0, ignore_exits=True))
+    # The gate only decides whether the agent leaves the near zone.
+    assert ("gate", "pos") in plain.dependencies
+    assert ("gate", "pos") not in exits.dependencies
+    assert ("pos", "pos") in exits.dependencies
+    assert not any(p == "noise" and c != "noise" for p, c in plain.dependencies)
+    assert "ignore_exits" not in CSIConfig().to_json()
+    assert CSIConfig(ignore_exits=True).to_json()["ignore_exits"] is True
+
+
+def test_exchangeable_variables_share_their_dependences() -> None:
+    deps = {("a1", "x"), ("a1", "a1"), ("x", "b")}
+    groups = [frozenset({"a1", "a2", "a3"})]
+    tied = tie_exchangeable(deps, groups)
+    assert {("a2", "x"), ("a3", "x"), ("a2", "a2"), ("a3", "a3")} <= tied
+    assert ("a1", "a2") not in tied  # a self-dependence stays a self-dependence
+    assert ("x", "b") in tied
+    assert tie_exchangeable(deps, []) == deps

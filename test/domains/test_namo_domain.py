@@ -1,0 +1,53 @@
+from pathlib import Path
+
+import pytest
+
+from camp_planner.core.context import Context, Term
+from camp_planner.domains import get_domain
+from camp_planner.workflow import Pipeline
+
+D = get_domain("namo")
+CFG = D.default_config()
+
+
+def test_tasks_features_and_region_graph() -> None:
+    train, test = D.make_tasks(CFG, "train"), D.make_tasks(CFG, "test")
+    assert len(train) == 50 and len(test) == 10
+    assert not {t.seed for t in train} & {t.seed for t in test}
+    img = D.features(train[0])
+    assert img.shape == (4, 50, 50)
+    assert img[0].sum() > 0 and img[1].sum() > 0 and img[2].sum() > 0 and img[3].sum() > 0
+    graph = D.region_graph(train[0])
+    assert graph.start == 0 and graph.goals == frozenset({8})
+
+
+def test_context_space_is_the_papers_size_and_keeps_start_and_goal_rooms(tmp_path: Path) -> None:
+    pipe = Pipeline.from_config("namo", D.default_config(), tmp_path)
+    space = list(pipe.space)
+    assert len(space) == 51 and space[0].is_universal
+    for ctx in space[1:]:
+        rooms = {int(str(v)) for v in ctx.allowed_values()["robot_room"]}
+        assert {0, 8} <= rooms
+    # Screening keeps only contexts whose rooms join start and goal through doorways.
+    task = pipe.task("test", 0)
+    graph = D.region_graph(task)
+    reachable = [c for c in space if graph.can_reach_goal(c)]
+    assert space[0] in reachable and 1 < len(reachable) < len(space)
+
+
+@pytest.mark.pybullet
+@pytest.mark.slow
+def test_learned_csis_drop_exactly_the_boxes_of_forbidden_rooms(tmp_path: Path) -> None:
+    cfg = D.default_config()
+    cfg["csi"]["tasks"] = 4
+    pipe = Pipeline.from_config("namo", cfg, tmp_path)
+    ctx = Context("disjunction", tuple(Term("robot_room", r) for r in (0, 1, 2, 5, 8)))
+    task = pipe.task("test", 0)
+    mdp = D.make_mdp(task, cfg)
+    relevant = pipe.relevant(mdp, ctx)
+    for name in ("robot_pose", "robot_room", "held", "op", "target", "obj"):
+        assert name in relevant
+    boxes = {v for v in relevant if v.startswith("box_")}
+    rooms = {int(v.split("_")[1][1:]) for v in boxes}
+    assert {0, 1, 2, 5} <= rooms <= {0, 1, 2, 3, 4, 5, 7}
+    assert not rooms & {6}  # two rooms away from every allowed room
