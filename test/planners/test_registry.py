@@ -8,7 +8,7 @@ from camp_planner.planners.value_iteration import ValueIteration
 
 
 def test_names_are_sorted_and_complete() -> None:
-    assert planner_names() == ["bfs_replan", "fast_downward", "mcts", "vi"]
+    assert planner_names() == ["bfs_replan", "fast_downward", "mcts", "tamp", "vi"]
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,7 @@ def test_unknown_name_lists_the_choices() -> None:
         make_planner("astar")
     assert (
         str(error.value)
-        == "unknown planner 'astar'; choose one of: bfs_replan, fast_downward, mcts, vi"
+        == "unknown planner 'astar'; choose one of: bfs_replan, fast_downward, mcts, tamp, vi"
     )
 
 

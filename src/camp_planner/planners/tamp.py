@@ -218,6 +218,7 @@ class TAMP(Planner):
             "actions": len(actions),
             "symbolic_steps": symbolic_steps,
             "replans": replans,
+            "collision_checks": int(getattr(interface, "checks", 0)),
         }
         if not self._plan:
             raise NoPlanFound("the task planner returned an empty plan outside the goal")
