@@ -26,6 +26,8 @@ import random
 import time
 from typing import Any
 
+import numpy as np
+
 from camp_planner.core.camp import CAMP
 from camp_planner.core.mdp import Action, State
 from camp_planner.core.planner import Deadline
@@ -42,6 +44,7 @@ CARRY_SPOTS = 6
 # Motion plans keep this clearance, so that executing them (checked more finely, without
 # clearance) never grazes what the planner's coarser checks passed.
 PLAN_MARGIN = 0.02
+GRID_CELL = 0.05  # metres, for the quick reachability test before motion planning
 DOOR_KEEP_OUT = 0.75  # metres around a doorway's centre where nothing may be put down
 
 
@@ -190,13 +193,15 @@ class NamoTampInterface:
             self._zoned = True
         return scene
 
-    def _valid(self, scene: Any, ignore_boxes: bool, solid: str = "") -> Any:
+    def _valid(self, scene: Any, ignore_boxes: bool, solid: str, start: Pose2D) -> Any:
         """Validity for OMPL: collision-free (with margin); ``ignore_boxes`` lets the robot
-        pass through movable boxes except ``solid`` (the box it is going to pick)."""
+        pass through movable boxes except ``solid`` (the box it is going to pick). The start
+        pose only needs to be free: a box just put down may stand closer than the margin."""
         passable = _SLOTS - {solid}
 
         def check(x: float, y: float, yaw: float) -> bool:
-            hits = scene.collisions((x, y, yaw), PLAN_MARGIN)
+            near_start = abs(x - start[0]) + abs(y - start[1]) + abs(yaw - start[2]) < 1e-6
+            hits = scene.collisions((x, y, yaw), 0.0 if near_start else PLAN_MARGIN)
             if ignore_boxes:
                 hits -= passable
             return not hits
@@ -215,13 +220,18 @@ class NamoTampInterface:
         scene = self._scene()
         size = self.task.settings.world_size
         t0 = time.perf_counter()
+        if not self._connected(start, goal, ignore_boxes, solid):
+            # Not even the disc inscribed in the base fits through: no path exists, and OMPL
+            # would spend its whole budget failing to find one.
+            self._timed("motion_planning", t0)
+            return MotionResult(None, time.perf_counter() - t0, 0, False)
         before = scene.checks
         budget = min(timeout or self.motion_timeout, max(deadline.remaining, 1e-3))
         result = plan_base_path(
             start,
             goal,
             (0.0, 0.0, size, size),
-            self._valid(scene, ignore_boxes, solid),
+            self._valid(scene, ignore_boxes, solid, start),
             timeout_s=budget,
             seed=self.rng.randrange(2**31),
             planner=self.motion_planner,
@@ -230,6 +240,51 @@ class NamoTampInterface:
         self._timed("motion_planning", t0)
         self.mdp._synced = None  # planning moved the robot around the scene
         return result
+
+    def _connected(self, start: Pose2D, goal: Pose2D, ignore_boxes: bool, solid: str) -> bool:
+        """A necessary condition for a base path: on a 5 cm grid, the centre of the disc
+        inscribed in the base can get from start to goal without that disc overlapping a wall,
+        a forbidden room, the goal object or a (non-ignored) box. The robot contains the disc,
+        so when this fails no path exists; the disc is shrunk by a cell diagonal so that the
+        grid never blocks a gap the disc could pass."""
+        cell = GRID_CELL
+        n = math.ceil(self.task.settings.world_size / cell)
+        centres = (np.arange(n) + 0.5) * cell
+        xs, ys = np.meshgrid(centres, centres)
+        radius = self.task.settings.base_half_extent - cell * math.sqrt(2)
+        blocked = np.zeros((n, n), dtype=bool)
+        rects = list(self.task.walls()) + list(self._forbidden)
+        gx, gy = self.task.goal
+        g = self.task.settings.goal_radius
+        rects.append((gx - g, gy - g, gx + g, gy + g))
+        for name in SLOT_NAMES:
+            value = self._value(name)
+            if isinstance(value, tuple) and (not ignore_boxes or name == solid):
+                rects.append(self.task.box_rect(float(value[0]), float(value[1])))
+        for x0, y0, x1, y1 in rects:
+            dx = np.maximum(np.maximum(x0 - xs, 0.0), xs - x1)
+            dy = np.maximum(np.maximum(y0 - ys, 0.0), ys - y1)
+            blocked |= dx * dx + dy * dy < radius * radius
+
+        def index(p: Pose2D) -> tuple[int, int]:
+            return (min(max(int(p[1] / cell), 0), n - 1), min(max(int(p[0] / cell), 0), n - 1))
+
+        s, t = index(start), index(goal)
+        blocked[s] = blocked[t] = False  # both poses were checked exactly by the caller
+        seen = np.zeros_like(blocked)
+        seen[s] = True
+        frontier = [s]
+        while frontier:
+            nxt = []
+            for r, c in frontier:
+                for rr, cc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+                    if 0 <= rr < n and 0 <= cc < n and not seen[rr, cc] and not blocked[rr, cc]:
+                        if (rr, cc) == t:
+                            return True
+                        seen[rr, cc] = True
+                        nxt.append((rr, cc))
+            frontier = nxt
+        return s == t
 
     def _targets(self, loc: str) -> list[Pose2D]:
         """Candidate base poses for location ``loc``, free and inside the allowed rooms."""
@@ -301,6 +356,14 @@ class NamoTampInterface:
                 done = self._drive(relaxed.vertices, target, loc)
                 if done is not None:
                     return done
+            if target_box and target_box in blockers:
+                # The way runs through the box to be picked: pick it from where the way
+                # reaches it instead.
+                approach = self._approach(relaxed.path, target_box)
+                if approach is not None:
+                    targets.insert(0, approach)
+                    blockers.discard(target_box)
+                    target = approach
             if best is None or len(blockers) < len(best[0]):
                 best = (blockers, target)
                 best_path = relaxed.path
@@ -325,6 +388,36 @@ class NamoTampInterface:
             facts=[f"(blocks {b} {loc})" for b in sorted(blockers)],
             reason=f"{', '.join(sorted(blockers))} block the way to {loc}",
         )
+
+    def _approach(self, path: list[Pose2D], box: str) -> Pose2D | None:
+        """The last pose of ``path`` before it reaches ``box`` from which the box can be
+        picked (facing it, free, arm reaching its top), or None."""
+        value = self._value(box)
+        if not isinstance(value, tuple):
+            return None
+        bx, by = float(value[0]), float(value[1])
+        scene = self._scene()
+        top = self.task.settings.box_size[2] + 0.02
+        hit = self._first_hit(path, box)
+        # Come in along the way the path arrives, facing the box, at picking distance.
+        for back in (1, 10, 20):
+            x, y, _ = path[max(hit - back, 0)]
+            length = math.hypot(bx - x, by - y)
+            if length < 1e-6:
+                continue
+            ux, uy = (bx - x) / length, (by - y) / length
+            for d in (0.46, 0.5, 0.54):
+                pose = (bx - d * ux, by - d * uy, math.atan2(uy, ux))
+                if not scene.collisions(pose, PLAN_MARGIN) and scene.arm_reaches(bx, by, top):
+                    return pose
+        return None
+
+    def _first_hit(self, path: list[Pose2D], box: str) -> int:
+        scene = self._scene()
+        for i, pose in enumerate(path):
+            if box in scene.collisions(pose):
+                return i
+        return len(path)
 
     def _boxes_on(self, path: list[Pose2D]) -> set[str]:
         scene = self._scene()
