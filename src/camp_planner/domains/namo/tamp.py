@@ -40,7 +40,7 @@ _SLOTS = set(SLOT_NAMES)
 TARGET_SAMPLES = 6
 RELAXED_TRIES = 3
 PLACE_SAMPLES = 16
-CARRY_SPOTS = 6
+CARRY_SPOTS = 8
 # Motion plans keep this clearance, so that executing them (checked more finely, without
 # clearance) never grazes what the planner's coarser checks passed.
 PLAN_MARGIN = 0.02
@@ -483,7 +483,7 @@ class NamoTampInterface:
         if done is not None:
             return done
         # A box merely near the corridor beats no placement (a later move reports it).
-        done = self._place_avoiding(box, [], deadline)
+        done = self._place_avoiding(box, [], deadline, doors=False)
         if done is not None:
             return done
         return Refinement(False, reason=f"no place to put {box} down near {self.at}")
@@ -497,7 +497,7 @@ class NamoTampInterface:
         scene = self._scene()
         before = self.state
         tried = 0
-        for _ in range(60):
+        for _ in range(300):
             if deadline.expired() or tried >= CARRY_SPOTS:
                 break
             d, heading = self.rng.uniform(0.8, 2.5), self.rng.uniform(-math.pi, math.pi)
@@ -530,7 +530,7 @@ class NamoTampInterface:
         self.mdp._synced = None
         return None
 
-    def _spot_ok(self, px: float, py: float, keep_out: list[Pose2D]) -> bool:
+    def _spot_ok(self, px: float, py: float, keep_out: list[Pose2D], doors: bool = True) -> bool:
         """Whether a box may be put down at (px, py): inside an allowed room, clear of its
         walls, of doorways and of the corridors the robot still needs."""
         if not (
@@ -541,7 +541,7 @@ class NamoTampInterface:
             return False
         if not self._inside((px, py, 0.0), 0.25):
             return False
-        if any(math.hypot(px - d.x, py - d.y) < DOOR_KEEP_OUT for d in self.task.doors):
+        if doors and any(math.hypot(px - d.x, py - d.y) < DOOR_KEEP_OUT for d in self.task.doors):
             return False
         clear = self.task.settings.base_half_extent + 0.35
         return not any(math.hypot(px - c[0], py - c[1]) < clear for c in keep_out)
@@ -552,6 +552,7 @@ class NamoTampInterface:
         corridor: list[Pose2D],
         deadline: Deadline,
         turns: tuple[float, ...] = (0.0, 0.6, -0.6, 1.2, -1.2, 1.9, -1.9, 2.6, -2.6, math.pi),
+        doors: bool = True,
     ) -> Refinement | None:
         x, y, yaw = self._pose(self.state)
         for turn in turns:
@@ -571,7 +572,7 @@ class NamoTampInterface:
                 d = self.rng.uniform(0.45, 0.7)
                 b = self.rng.uniform(-0.9, 0.9)
                 px, py = x + d * math.cos(pose[2] + b), y + d * math.sin(pose[2] + b)
-                if not in_reach(pose, px, py) or not self._spot_ok(px, py, corridor):
+                if not in_reach(pose, px, py) or not self._spot_ok(px, py, corridor, doors):
                     continue
                 point = (round(px, 4), round(py, 4))
                 placed = self.mdp.step(state, ("place", point, NONE))
