@@ -5,8 +5,8 @@ learned selector): among the contexts whose rooms join the start and goal rooms 
 doorways, the one whose rooms hold the fewest boxes, then the fewest rooms (ties: lowest
 index), i.e. the smallest CAMP that can still reach the goal. Its CSIs are learned first
 (offline work, not timed). Then the TAMP planner runs once in the full task and once in
-that CAMP, each executed in the full simulated world. Prints a per-task table, the median ratio of planning time (pure ÷ CAMP)
-and the collision-check rate.
+that CAMP, each executed in the full simulated world. Prints a per-task table, the median
+ratio of planning time (pure ÷ CAMP) and the collision-check rate.
 
     .venv/bin/python scripts/bench_namo.py [--tasks 10] [--timeout 60] [--json out.json]
 """
