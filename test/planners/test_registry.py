@@ -8,7 +8,7 @@ from camp_planner.planners.value_iteration import ValueIteration
 
 
 def test_names_are_sorted_and_complete() -> None:
-    assert planner_names() == ["bfs_replan", "fast_downward", "mcts", "tamp", "vi"]
+    assert planner_names() == ["bfs_replan", "fast_downward", "mcts", "stilman", "tamp", "vi"]
 
 
 @pytest.mark.parametrize(
@@ -36,8 +36,8 @@ def test_unknown_name_lists_the_choices() -> None:
     with pytest.raises(ValueError) as error:
         make_planner("astar")
     assert (
-        str(error.value)
-        == "unknown planner 'astar'; choose one of: bfs_replan, fast_downward, mcts, tamp, vi"
+        str(error.value) == "unknown planner 'astar'; choose one of: "
+        "bfs_replan, fast_downward, mcts, stilman, tamp, vi"
     )
 
 

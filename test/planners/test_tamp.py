@@ -10,6 +10,7 @@ from camp_planner.core.objective import run_episode
 from camp_planner.core.planner import Deadline, PlanningError
 from camp_planner.domains.namo.mdp import NONE, SLOT_NAMES, NamoMDP
 from camp_planner.domains.namo.world import Box, Door, NamoTask
+from camp_planner.planners.stilman import Stilman
 from camp_planner.planners.tamp import TAMP
 
 pytestmark = [pytest.mark.pybullet, pytest.mark.fast_downward, pytest.mark.slow]
@@ -93,3 +94,30 @@ def test_tamp_refuses_domains_without_an_interface() -> None:
         TAMP().prepare(GridMDP(("S.G",)), Deadline(None))
     with pytest.raises(ValueError, match="motion_timeout_s"):
         TAMP(motion_timeout_s=0)
+
+
+# Rooms 0-1-2-5-8 in a chain, two doorways blocked one after the other.
+TWO_BLOCKED = NamoTask(
+    task_id=1,
+    seed=0,
+    doors=CHAIN.doors,
+    boxes=(
+        Box("box_r1_0", 1, 3.4, 1.5),  # behind the doorway out of room 0
+        Box("box_r2_0", 2, 7.5, 2.6),  # in front of the doorway from room 2 up to room 5
+        Box("box_r3_0", 3, 1.5, 4.5),
+    ),
+    start=(1.5, 1.5, 0.0),
+    goal=(7.5, 7.5),
+)
+
+
+def test_stilman_clears_a_chain_of_two_obstructions() -> None:
+    mdp = NamoMDP.from_task(TWO_BLOCKED)
+    planner = Stilman(seed=0)
+    result = run_episode(mdp, planner, lam=0.0, timeout_s=60, rng=random.Random(0))
+    assert result.success, result.outcome
+    picked = [a[2] for a in result.actions if a[0] == "pick"]
+    assert picked.index("box_r1_0") < picked.index("box_r2_0")  # in the order the way meets them
+    assert planner.last_stats["obstacles_moved"] >= 2
+    _replay_is_collision_free(TWO_BLOCKED, result.actions, set())
+    mdp.close()

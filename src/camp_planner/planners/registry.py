@@ -9,6 +9,7 @@ from camp_planner.core.planner import Planner
 from camp_planner.planners.bfs_replan import BFSReplan
 from camp_planner.planners.fast_downward import FastDownward
 from camp_planner.planners.mcts import MCTS
+from camp_planner.planners.stilman import Stilman
 from camp_planner.planners.tamp import TAMP
 from camp_planner.planners.value_iteration import ValueIteration
 
@@ -18,6 +19,7 @@ _PLANNERS: dict[str, type[Planner]] = {
     "vi": ValueIteration,
     "fast_downward": FastDownward,
     "tamp": TAMP,
+    "stilman": Stilman,
 }
 
 

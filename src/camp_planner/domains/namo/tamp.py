@@ -88,6 +88,7 @@ class NamoTampInterface:
         self.near: set[str] = set()  # boxes that have a near_<box> location
         self._corridor: list[Pose2D] | None = None
         self.keep_out: list[Pose2D] = []
+        self.order: list[str] = []
         self._zoned = False
         self._forbidden = [
             self.task.room_rect(r) for r in range(9) if allowed is not None and r not in allowed
@@ -329,6 +330,8 @@ class NamoTampInterface:
 
     def _refine_move(self, loc: str, deadline: Deadline) -> Refinement:
         self._corridor_poses(deadline)
+        if loc == self.at and loc != "here":
+            return Refinement(True)  # already there
         target_box = loc[len("near_") :] if loc.startswith("near_") else ""
         start = self._pose(self.state)
         targets = self._targets(loc)
@@ -338,6 +341,7 @@ class NamoTampInterface:
         # path; otherwise it names the boxes that are. A few tries keep the fewest blockers.
         best: tuple[set[str], Pose2D] | None = None
         best_path: list[Pose2D] = []
+        best_order: list[str] = []
         # The box to be picked stays solid (the approach must not pass through it); if no
         # such path turns up, the approach itself may need it moved first.
         tries = [(t, target_box) for t in targets[:RELAXED_TRIES]]
@@ -367,9 +371,11 @@ class NamoTampInterface:
             if best is None or len(blockers) < len(best[0]):
                 best = (blockers, target)
                 best_path = relaxed.path
+                best_order = list(self.order)
         if best is None:
             return Refinement(False, reason=f"no path to {loc} even through movable boxes")
         blockers, target = best
+        order = [b for b in best_order if b in blockers] + sorted(blockers - set(best_order))
         # Something is in the way: maybe there is a way around it (RRT-Connect finds open
         # paths in tens of milliseconds, so a short budget suffices to try).
         if not deadline.expired():
@@ -385,7 +391,8 @@ class NamoTampInterface:
             return Refinement(False, reason=f"motion planning to {loc} failed without obstruction")
         return Refinement(
             False,
-            facts=[f"(blocks {b} {loc})" for b in sorted(blockers)],
+            # In the order the way meets them (Stilman's algorithm clears the first first).
+            facts=[f"(blocks {b} {loc})" for b in order if b in blockers],
             reason=f"{', '.join(sorted(blockers))} block the way to {loc}",
         )
 
@@ -420,13 +427,16 @@ class NamoTampInterface:
         return len(path)
 
     def _boxes_on(self, path: list[Pose2D]) -> set[str]:
+        """The boxes ``path`` runs into; ``self.order`` remembers the order it meets them."""
         scene = self._scene()
         before = scene.checks
-        hits: set[str] = set()
+        hits: dict[str, None] = {}
         for pose in path:
-            hits |= scene.collisions(pose) & _SLOTS
+            for name in sorted(scene.collisions(pose) & _SLOTS):
+                hits.setdefault(name, None)
         self.checks += scene.checks - before
-        return hits
+        self.order = list(hits)
+        return set(hits)
 
     def _drive(self, vertices: list[Pose2D], target: Pose2D, loc: str) -> Refinement | None:
         """Execute the path's segments; None if execution did not end at ``target``."""
@@ -568,6 +578,9 @@ class NamoTampInterface:
                     continue  # the turn with the box in hand is blocked
                 actions.append(("move", target, NONE))
             pose = self._pose(state)
+            # Of the placements that work, the one farthest from every way still needed.
+            best: tuple[float, tuple[float, float]] | None = None
+            avoid = [*corridor, *self.keep_out]
             for _ in range(PLACE_SAMPLES):
                 d = self.rng.uniform(0.45, 0.7)
                 b = self.rng.uniform(-0.9, 0.9)
@@ -578,7 +591,11 @@ class NamoTampInterface:
                 placed = self.mdp.step(state, ("place", point, NONE))
                 if placed[2] != NONE:
                     continue
-                actions.append(("place", point, NONE))
+                clearance = min((math.hypot(px - c[0], py - c[1]) for c in avoid), default=0.0)
+                if best is None or clearance > best[0]:
+                    best = (clearance, point)
+            if best is not None:
+                actions.append(("place", best[1], NONE))
                 states = self._execute(actions)
                 self.state = states[-1]
                 self.moved.add(box)

@@ -1,0 +1,166 @@
+"""Stilman's ResolveSpatialConstraints for navigation among movable obstacles.
+
+After Stilman & Kuffner (2005/2008): plan the robot's way ignoring movable obstacles; take
+the first obstacle the way runs into; recursively resolve the constraints of *reaching* it
+(its own obstructors first), pick it, and put it down somewhere that frees the way and keeps
+off every way still needed (the spatial constraints of the callers up the recursion); then
+plan again. Failed branches are backtracked: the state before the attempt is restored and the
+next obstructor in order is tried.
+
+No task planner is involved: the recursion order comes from the geometry alone. The
+geometric steps are the same refiners the TAMP planner uses (same motion planner, same
+simulator, same collision checker), through the domain's TAMP interface, so the comparison
+between the two is fair.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+from camp_planner.core.mdp import Action, FactoredMDP, State
+from camp_planner.core.planner import Deadline, NoPlanFound, Planner, PlanningError
+from camp_planner.planners.tamp import tamp_base
+
+
+class Stilman(Planner):
+    """ResolveSpatialConstraints with backtracking over the order of obstructors.
+
+    Settings:
+        max_depth: how deep obstructions of obstructions are resolved.
+        motion_timeout_s, detour_timeout_s, motion_planner: as for the TAMP planner.
+    """
+
+    name = "stilman"
+
+    def __init__(
+        self,
+        seed: int = 0,
+        max_depth: int = 4,
+        motion_timeout_s: float = 1.0,
+        detour_timeout_s: float = 0.5,
+        motion_planner: str = "RRTConnect",
+    ) -> None:
+        super().__init__(seed)
+        if max_depth < 0:
+            raise ValueError(f"max_depth must be non-negative, got {max_depth}")
+        self.max_depth = max_depth
+        self.settings: dict[str, Any] = {
+            "motion_timeout_s": motion_timeout_s,
+            "detour_timeout_s": detour_timeout_s,
+            "motion_planner": motion_planner,
+        }
+        self._mdp: FactoredMDP | None = None
+        self._plan: list[Action] = []
+        self._expected: list[State] = []
+        self._step = 0
+        self.last_stats: dict[str, Any] = {}
+
+    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
+        tamp_base(mdp)
+        self._mdp = mdp
+        self.stage_times = {}
+        self._solve(mdp.initial_state(), deadline)
+
+    def act(self, state: State, deadline: Deadline) -> Action:
+        if self._mdp is None:
+            raise PlanningError("Stilman.act called before prepare")
+        if self._step >= len(self._plan) or self._expected[self._step] != state:
+            raise NoPlanFound("execution left the plan Stilman's algorithm verified")
+        action = self._plan[self._step]
+        self._step += 1
+        return action
+
+    def _solve(self, state: State, deadline: Deadline) -> None:
+        mdp = self._mdp
+        assert mdp is not None
+        base, camp = tamp_base(mdp)
+        full = camp.sigma_inv(state) if camp is not None else state
+        self._interface = base.tamp_interface(full, camp, self.seed, self.settings)
+        self._actions: list[Action] = []
+        self._states: list[State] = [full]
+        self._resolved = 0
+        t0 = time.perf_counter()
+        try:
+            if not self._reach("goal", 0, deadline):
+                raise NoPlanFound("Stilman's algorithm found no way to the goal")
+        finally:
+            self._interface.close()
+            for stage, seconds in self._interface.stage_times.items():
+                self.stage_times[stage] = self.stage_times.get(stage, 0.0) + seconds
+            self.stage_times["search"] = self.stage_times.get("search", 0.0) + (
+                time.perf_counter() - t0
+            )
+        if camp is not None:
+            self._plan = [camp.tau(a) for a in self._actions]
+            self._expected = [camp.sigma(s) for s in self._states]
+        else:
+            self._plan, self._expected = list(self._actions), list(self._states)
+        self._step = 0
+        self.last_stats = {"actions": len(self._plan), "obstacles_moved": self._resolved}
+
+    # --- ResolveSpatialConstraints --------------------------------------------------------
+    def _snapshot(self) -> tuple[Any, int, int]:
+        iface = self._interface
+        kept = {
+            "state": iface.state,
+            "at": iface.at,
+            "moved": set(iface.moved),
+            "blocks": {k: set(v) for k, v in iface.blocks.items()},
+            "near": set(iface.near),
+            "keep_out": list(iface.keep_out),
+        }
+        return copy.copy(kept), len(self._actions), len(self._states)
+
+    def _restore(self, snap: tuple[Any, int, int]) -> None:
+        kept, n_actions, n_states = snap
+        iface = self._interface
+        for key, value in kept.items():
+            setattr(iface, key, value)
+        del self._actions[n_actions:]
+        del self._states[n_states:]
+
+    def _record(self, outcome: Any) -> None:
+        self._actions += outcome.actions
+        self._states += outcome.states
+
+    def _reach(self, loc: str, depth: int, deadline: Deadline) -> bool:
+        """Get the robot to ``loc``, clearing obstructions recursively; True on success."""
+        iface = self._interface
+        for _ in range(self.max_depth + 6):
+            deadline.check()
+            outcome = iface.refine((f"move_to_{loc}", iface.at), deadline)
+            if outcome.ok:
+                self._record(outcome)
+                return True
+            blockers = [f.strip("() ").split()[1] for f in outcome.facts]
+            if not blockers or depth >= self.max_depth:
+                return False
+            iface.learn(outcome.facts)  # keeps the way as a spatial constraint for placements
+            cleared = False
+            for box in blockers:  # the first obstructor on the way first; backtrack on failure
+                snap = self._snapshot()
+                if self._clear(box, depth, deadline):
+                    cleared = True
+                    break
+                self._restore(snap)
+            if not cleared:
+                return False
+        return False
+
+    def _clear(self, box: str, depth: int, deadline: Deadline) -> bool:
+        """Reach ``box``, pick it and put it down off every way still needed."""
+        iface = self._interface
+        if not self._reach(f"near_{box}", depth + 1, deadline):
+            return False
+        picked = iface.refine(("pick", box, f"near_{box}"), deadline)
+        if not picked.ok:
+            return False
+        self._record(picked)
+        placed = iface.refine(("place", box), deadline)
+        if not placed.ok:
+            return False
+        self._record(placed)
+        self._resolved += 1
+        return True
