@@ -5,7 +5,8 @@ learned selector): among the contexts whose rooms join the start and goal rooms 
 doorways, the one whose rooms hold the fewest boxes, then the fewest rooms (ties: lowest
 index), i.e. the smallest CAMP that can still reach the goal. Its CSIs are learned first
 (offline work, not timed). Then the TAMP planner runs once in the full task and once in
-that CAMP, each executed in the full simulated world. Prints a per-task table, the median
+that CAMP, and Stilman's algorithm once in the full task, each executed in the full simulated
+world. Prints a per-task table, the median
 ratio of planning time (pure ÷ CAMP) and the collision-check rate.
 
     .venv/bin/python scripts/bench_namo.py [--tasks 10] [--timeout 60] [--json out.json]
@@ -94,8 +95,12 @@ def _run(args: argparse.Namespace) -> int:
     )
     for i, (task, ctx) in enumerate(zip(tasks, chosen, strict=True)):
         row: dict[str, Any] = {"task": i, "context": ctx.name}
-        for label, context in (("pure", None), ("camp", ctx)):
-            result, camp = pipe.run(task, "tamp", context, timeout_s=args.timeout)
+        for label, planner, context in (
+            ("pure", "tamp", None),
+            ("camp", "tamp", ctx),
+            ("stilman", "stilman", None),
+        ):
+            result, camp = pipe.run(task, planner, context, timeout_s=args.timeout)
             row[label] = {
                 "compute_time_s": result.compute_time_s,
                 "success": result.success,
@@ -111,7 +116,9 @@ def _run(args: argparse.Namespace) -> int:
         print(
             f"{i:>4}  {ctx.name:<28} {row['pure']['compute_time_s']:>7.2f} "
             f"{'y' if row['pure']['success'] else 'n':>3} {row['camp']['compute_time_s']:>7.2f} "
-            f"{'y' if row['camp']['success'] else 'n':>3}  {row.get('boxes_kept', 40):>10}  "
+            f"{'y' if row['camp']['success'] else 'n':>3}  "
+            f"{row['stilman']['compute_time_s']:>9.2f} "
+            f"{'y' if row['stilman']['success'] else 'n':>3}  {row.get('boxes_kept', 40):>10}  "
             f"{ratio:>5.1f}×",
             flush=True,
         )
@@ -120,6 +127,8 @@ def _run(args: argparse.Namespace) -> int:
         "median_ratio_pure_over_camp": statistics.median(r["ratio"] for r in rows),
         "pure_success": sum(r["pure"]["success"] for r in rows) / len(rows),
         "camp_success": sum(r["camp"]["success"] for r in rows) / len(rows),
+        "stilman_success": sum(r["stilman"]["success"] for r in rows) / len(rows),
+        "stilman_median_s": statistics.median(r["stilman"]["compute_time_s"] for r in rows),
         "pure_median_s": statistics.median(r["pure"]["compute_time_s"] for r in rows),
         "camp_median_s": statistics.median(r["camp"]["compute_time_s"] for r in rows),
         "collision_checks_per_s": rate,
@@ -130,7 +139,9 @@ def _run(args: argparse.Namespace) -> int:
         f"\nmedian planning time: pure {summary['pure_median_s']:.2f} s, CAMP "
         f"{summary['camp_median_s']:.2f} s; median ratio pure ÷ CAMP "
         f"{summary['median_ratio_pure_over_camp']:.1f}×\n"
-        f"success: pure {summary['pure_success']:.0%}, CAMP {summary['camp_success']:.0%}; "
+        f"Stilman {summary['stilman_median_s']:.2f} s\n"
+        f"success: pure {summary['pure_success']:.0%}, CAMP {summary['camp_success']:.0%}, "
+        f"Stilman {summary['stilman_success']:.0%}; "
         f"collision checks {rate:,.0f}/s; wall time {summary['wall_time_s']:.0f} s"
     )
     if args.json is not None:

@@ -58,8 +58,8 @@ class NamoDomain(Domain):
             "camp": {"sink_reward": -1000.0},
             "selector": paper_selector_settings(),
             "timeout_s": 60.0,
-            "lambda": {"tamp": 100.0},
-            "planners": {"tamp": {}},
+            "lambda": {"tamp": 100.0, "stilman": 100.0},
+            "planners": {"tamp": {}, "stilman": {}},
         }
 
     def make_tasks(self, config: Mapping[str, Any], split: str) -> Sequence[NamoTask]:
