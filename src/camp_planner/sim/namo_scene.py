@@ -243,10 +243,16 @@ class NamoScene:
             parts.append(self.boxes[self.held])
         return parts
 
-    def collisions(self, pose: Pose2D | None = None, margin: float = 0.0) -> set[str]:
+    def collisions(
+        self,
+        pose: Pose2D | None = None,
+        margin: float = 0.0,
+        ignore: frozenset[str] | set[str] = frozenset(),
+    ) -> set[str]:
         """Names of everything the robot (with a held box) overlaps at ``pose`` (default: where
-        it is): box names, ``"wall"`` and ``"goal"``. ``margin`` > 0 also reports bodies
-        closer than that."""
+        it is): box names, ``"wall"``, ``"goal"`` and ``"forbidden"`` (keep-out zones).
+        ``margin`` > 0 also reports bodies closer than that; names in ``ignore`` are not
+        checked at all (cheaper than filtering the result)."""
         if pose is not None:
             self.set_base(pose)
         self.checks += 1
@@ -262,7 +268,7 @@ class NamoScene:
         hits: set[str] = set()
         for body in {int(b) for b, _ in found or ()} - own:
             name = self._names.get(body)
-            if name is None:
+            if name is None or name in hits or name in ignore:
                 continue
             for part in own:
                 points = pb.getClosestPoints(part, body, margin, physicsClientId=c)

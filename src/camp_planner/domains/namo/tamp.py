@@ -43,7 +43,8 @@ PLACE_SAMPLES = 16
 CARRY_SPOTS = 8
 # Motion plans keep this clearance, so that executing them (checked more finely, without
 # clearance) never grazes what the planner's coarser checks passed.
-PLAN_MARGIN = 0.02
+PLAN_MARGIN = 0.03
+EDGE_RESOLUTION = 0.004  # OMPL's edge checks: 0.4 % of the SE(2) extent, about 5 cm
 GRID_CELL = 0.05  # metres, for the quick reachability test before motion planning
 DOOR_KEEP_OUT = 0.75  # metres around a doorway's centre where nothing may be put down
 
@@ -202,10 +203,8 @@ class NamoTampInterface:
 
         def check(x: float, y: float, yaw: float) -> bool:
             near_start = abs(x - start[0]) + abs(y - start[1]) + abs(yaw - start[2]) < 1e-6
-            hits = scene.collisions((x, y, yaw), 0.0 if near_start else PLAN_MARGIN)
-            if ignore_boxes:
-                hits -= passable
-            return not hits
+            margin = 0.0 if near_start else PLAN_MARGIN
+            return not scene.collisions((x, y, yaw), margin, passable if ignore_boxes else ())
 
         return check
 
@@ -236,6 +235,7 @@ class NamoTampInterface:
             timeout_s=budget,
             seed=self.rng.randrange(2**31),
             planner=self.motion_planner,
+            resolution=EDGE_RESOLUTION,
         )
         self.checks += scene.checks - before
         self._timed("motion_planning", t0)
