@@ -141,3 +141,35 @@ def test_null_means_no_limit_for_optional_context_settings(tmp_path: Path) -> No
     cfg.write_text("csi: {k1: null}\n")
     res = _camp("contexts", "--config", str(cfg), cwd=tmp_path)
     assert res.returncode == 2 and "should be int" in res.stderr
+
+
+@pytest.mark.pybullet
+@pytest.mark.fast_downward
+@pytest.mark.slow
+def test_namo_plan_renders_and_prints_json(tmp_path: Path) -> None:
+    png = tmp_path / "namo.png"
+    done = _camp(
+        "plan",
+        "--domain",
+        "namo",
+        "--planner",
+        "tamp",
+        "--task",
+        "4",
+        "--split",
+        "test",
+        "--context",
+        "robot_room ∈ {0,1,2,5,6,8}",
+        "--render",
+        str(png),
+        "--json",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)  # the whole of stdout is one JSON object
+    assert result["context"]["name"] == "robot_room ∈ {0,1,2,5,6,8}"
+    assert any(v.startswith("box_r3_") for v in result["dropped_variables"])
+    assert "motion_planning" in result["stage_times_s"]
+    assert png.stat().st_size > 10_000
