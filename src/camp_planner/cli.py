@@ -19,7 +19,7 @@ from camp_planner.core.errors import CampError
 from camp_planner.core.relevance import relevant_from_csis
 from camp_planner.domains import domain_names, get_domain
 from camp_planner.domains.base import RenderPanel
-from camp_planner.learning import METHOD_NAMES
+from camp_planner.learning import ALL_METHODS, METHOD_NAMES
 from camp_planner.planners import planner_names
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
@@ -119,8 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--methods",
         nargs="+",
-        default=list(METHOD_NAMES),
-        help=f"any of: {', '.join(METHOD_NAMES)} (default: all)",
+        default=None,
+        help=f"any of: {', '.join(ALL_METHODS)} (default: {', '.join(METHOD_NAMES)}, plus "
+        "the domain's own baselines, e.g. stilman for namo)",
     )
     p.add_argument("--seeds", type=int, default=10, help="independent runs (paper: 10)")
     _workers_arg(p)
@@ -381,8 +382,9 @@ def _eval(args: argparse.Namespace) -> int:
     pipe = _pipeline(args)
     out = args.out or args.artifacts / "eval" / f"{pipe.domain.name}-{args.planner}"
     command = "camp " + " ".join(sys.argv[1:]) if sys.argv[1:] else "camp eval"
+    methods = args.methods or [*METHOD_NAMES, *pipe.domain.baselines]
     summary = evaluate(
-        pipe, args.artifacts, args.planner, args.methods, args.seeds, args.workers, out, command
+        pipe, args.artifacts, args.planner, methods, args.seeds, args.workers, out, command
     )
     title = f"{pipe.domain.name}, {args.planner}, {args.seeds} seed(s)"
     print(table_markdown(summary, title))

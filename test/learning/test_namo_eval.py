@@ -27,12 +27,12 @@ def test_namo_eval_runs_end_to_end(tmp_path: Path) -> None:
     config.write_text(TINY)
     out = tmp_path / "eval"
     args = ["eval", "--domain", "namo", "--planner", "tamp", "--config", str(config)]
-    args += ["--methods", "camp", "pure", "--seeds", "1", "--workers", "1"]
+    args += ["--methods", "camp", "pure", "stilman", "--seeds", "1", "--workers", "1"]
     args += ["--artifacts", str(tmp_path / "artifacts"), "--out", str(out)]
     assert main(args) == 0
     results = json.loads((out / "results.json").read_text())
     methods = results["methods"]
-    assert {"camp", "pure"} <= set(methods)
+    assert {"camp", "pure", "stilman"} <= set(methods)
     assert (out / "plot.png").stat().st_size > 5_000
     assert (out / "table.md").read_text().count("|") > 10
     bundle = next((tmp_path / "artifacts" / "namo" / "tamp").glob("seed0/selector.pt"))

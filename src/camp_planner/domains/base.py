@@ -49,6 +49,8 @@ class Domain(ABC):
 
     name: str = "domain"
     version: str = "0"
+    # Domain-specific baseline methods `camp eval` runs by default (e.g. "stilman").
+    baselines: tuple[str, ...] = ()
 
     @abstractmethod
     def default_config(self) -> dict[str, Any]:

@@ -12,3 +12,7 @@ METHOD_NAMES = (
     "task_policy",
     "oracle",
 )
+# Baselines that only make sense in some domains (listed in ``Domain.baselines``): Stilman's
+# NAMO algorithm. ``camp eval`` runs them by default where the domain lists them.
+DOMAIN_METHODS = ("stilman",)
+ALL_METHODS = METHOD_NAMES + DOMAIN_METHODS

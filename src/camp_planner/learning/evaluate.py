@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from camp_planner.core.errors import CampError
-from camp_planner.learning import METHOD_NAMES
+from camp_planner.learning import ALL_METHODS
 from camp_planner.learning.bundle import load_bundle
 from camp_planner.learning.labels import Score, ScoreMatrix
 from camp_planner.learning.methods import TrainingData, make_methods
@@ -39,6 +39,7 @@ LABELS = {
     "policy": "Policy learning",
     "task_policy": "Task-conditioned policy",
     "oracle": "Oracle context (upper bound)",
+    "stilman": "Stilman's NAMO algorithm",
 }
 
 
@@ -208,9 +209,9 @@ def evaluate(
     progress: bool = True,
 ) -> dict[str, dict[str, Any]]:
     started = time.perf_counter()
-    unknown = [m for m in methods if m not in METHOD_NAMES]
+    unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown:
-        raise CampError(f"unknown method '{unknown[0]}'; choose from: {', '.join(METHOD_NAMES)}")
+        raise CampError(f"unknown method '{unknown[0]}'; choose from: {', '.join(ALL_METHODS)}")
     if seeds < 1:
         raise CampError("--seeds must be at least 1")
     per_seed = [

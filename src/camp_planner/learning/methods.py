@@ -26,7 +26,7 @@ from camp_planner.core.mdp import Action, FactoredMDP, State, freeze
 from camp_planner.core.objective import Attempt, EpisodeResult, run_episode, run_with_fallbacks
 from camp_planner.core.planner import Deadline, Planner
 from camp_planner.core.relevance import relevant_from_csis
-from camp_planner.learning import METHOD_NAMES
+from camp_planner.learning import ALL_METHODS
 from camp_planner.learning.bundle import Bundle
 from camp_planner.learning.labels import Score, ScoreMatrix, score_of
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
@@ -88,6 +88,19 @@ class Pure(Method):
     def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:
         result, _ = pipe.run(pipe.task("test", task_index), planner, None, seed=seed)
         return score_of(task_index, "pure", result)
+
+
+class OtherPlanner(Method):
+    """A baseline that is its own planner, in the full task (e.g. Stilman's NAMO algorithm),
+    charged with its own λ from the configuration."""
+
+    def __init__(self, name: str, planner: str) -> None:
+        self.name = name
+        self.planner = planner
+
+    def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:
+        result, _ = pipe.run(pipe.task("test", task_index), self.planner, None, seed=seed)
+        return score_of(task_index, self.name, result)
 
 
 class CampMethod(Method):
@@ -321,8 +334,8 @@ def make_methods(
     """Method objects by name (bundle needed for camp*, the test matrix for the oracle)."""
     out: list[Method] = []
     for name in names:
-        if name not in METHOD_NAMES:
-            raise CampError(f"unknown method '{name}'; choose from: {', '.join(METHOD_NAMES)}")
+        if name not in ALL_METHODS:
+            raise CampError(f"unknown method '{name}'; choose from: {', '.join(ALL_METHODS)}")
         if name in ("camp", "camp_ablation"):
             if bundle is None:
                 raise CampError(f"method {name} needs a trained selector bundle")
@@ -333,6 +346,8 @@ def make_methods(
             out.append(Oracle(test_matrix))
         elif name == "pure":
             out.append(Pure())
+        elif name == "stilman":
+            out.append(OtherPlanner("stilman", "stilman"))
         elif name == "plan_transfer":
             out.append(PlanTransfer())
         else:

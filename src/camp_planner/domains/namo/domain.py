@@ -33,6 +33,7 @@ class NamoDomain(Domain):
 
     name = "namo"
     version = "1"
+    baselines = ("stilman",)
 
     def default_config(self) -> dict[str, Any]:
         st = NamoSettings()
