@@ -68,16 +68,11 @@ class TampInterface(Protocol):
         """Seconds spent per stage of the domain's own refinement work."""
 
 
-class TampDomainMDP(Protocol):
-    """An MDP that can hand the TAMP planner an interface (the domain's base MDP)."""
-
-    def tamp_interface(
-        self, state: State, camp: CAMP | None, seed: int, settings: dict[str, Any]
-    ) -> TampInterface: ...
-
-
 def tamp_base(mdp: FactoredMDP) -> tuple[Any, CAMP | None]:
-    """The domain MDP offering a TAMP interface, and the CAMP wrapped around it if any."""
+    """The domain MDP offering a TAMP interface, and the CAMP wrapped around it if any.
+
+    The domain MDP provides ``tamp_interface(state, camp, seed, settings)`` returning a
+    :class:`TampInterface` for one planning call (e.g. ``NamoMDP``)."""
     camp = mdp if isinstance(mdp, CAMP) else None
     base: Any = camp.base if camp is not None else mdp
     if not hasattr(base, "tamp_interface"):
