@@ -90,6 +90,7 @@ class NamoTampInterface:
         self._corridor: list[Pose2D] | None = None
         self.keep_out: list[Pose2D] = []
         self.order: list[str] = []
+        self._static_blocked: np.ndarray | None = None
         self._zoned = False
         self._forbidden = [
             self.task.room_rect(r) for r in range(9) if allowed is not None and r not in allowed
@@ -250,22 +251,19 @@ class NamoTampInterface:
         grid never blocks a gap the disc could pass."""
         cell = GRID_CELL
         n = math.ceil(self.task.settings.world_size / cell)
-        centres = (np.arange(n) + 0.5) * cell
-        xs, ys = np.meshgrid(centres, centres)
         radius = self.task.settings.base_half_extent - cell * math.sqrt(2)
-        blocked = np.zeros((n, n), dtype=bool)
-        rects = list(self.task.walls()) + list(self._forbidden)
-        gx, gy = self.task.goal
-        g = self.task.settings.goal_radius
-        rects.append((gx - g, gy - g, gx + g, gy + g))
+        if self._static_blocked is None:  # walls, forbidden rooms and the goal never move
+            gx, gy = self.task.goal
+            g = self.task.settings.goal_radius
+            static = np.zeros((n, n), dtype=bool)
+            for rect in [*self.task.walls(), *self._forbidden, (gx - g, gy - g, gx + g, gy + g)]:
+                _block(static, rect, radius, cell)
+            self._static_blocked = static
+        blocked = self._static_blocked.copy()
         for name in SLOT_NAMES:
             value = self._value(name)
             if isinstance(value, tuple) and (not ignore_boxes or name == solid):
-                rects.append(self.task.box_rect(float(value[0]), float(value[1])))
-        for x0, y0, x1, y1 in rects:
-            dx = np.maximum(np.maximum(x0 - xs, 0.0), xs - x1)
-            dy = np.maximum(np.maximum(y0 - ys, 0.0), ys - y1)
-            blocked |= dx * dx + dy * dy < radius * radius
+                _block(blocked, self.task.box_rect(float(value[0]), float(value[1])), radius, cell)
 
         def index(p: Pose2D) -> tuple[int, int]:
             return (min(max(int(p[1] / cell), 0), n - 1), min(max(int(p[0] / cell), 0), n - 1))
@@ -601,6 +599,24 @@ class NamoTampInterface:
                 self.moved.add(box)
                 return Refinement(True, actions, states)
         return None
+
+
+def _block(
+    grid: np.ndarray, rect: tuple[float, float, float, float], radius: float, cell: float
+) -> None:
+    """Mark the cells of ``grid`` (rows: y, columns: x) whose centre is closer than ``radius``
+    to ``rect``; only the window around the rectangle is computed."""
+    n = grid.shape[0]
+    x0, y0, x1, y1 = rect
+    c0, c1 = max(int((x0 - radius) / cell), 0), min(int((x1 + radius) / cell) + 1, n)
+    r0, r1 = max(int((y0 - radius) / cell), 0), min(int((y1 + radius) / cell) + 1, n)
+    if c0 >= c1 or r0 >= r1:
+        return
+    xs = (np.arange(c0, c1) + 0.5) * cell
+    ys = (np.arange(r0, r1) + 0.5) * cell
+    dx = np.maximum(np.maximum(x0 - xs, 0.0), xs - x1)[None, :]
+    dy = np.maximum(np.maximum(y0 - ys, 0.0), ys - y1)[:, None]
+    grid[r0:r1, c0:c1] |= dx * dx + dy * dy < radius * radius
 
 
 def tamp_interface(
