@@ -19,12 +19,12 @@ import copy
 import time
 from typing import Any
 
-from camp_planner.core.mdp import Action, FactoredMDP, State
-from camp_planner.core.planner import Deadline, NoPlanFound, Planner, PlanningError
-from camp_planner.planners.tamp import tamp_base
+from camp_planner.core.mdp import Action, State
+from camp_planner.core.planner import Deadline, NoPlanFound, PlanningError
+from camp_planner.planners.tamp import InterfacePlanner, tamp_base
 
 
-class Stilman(Planner):
+class Stilman(InterfacePlanner):
     """ResolveSpatialConstraints with backtracking over the order of obstructors.
 
     Settings:
@@ -42,26 +42,10 @@ class Stilman(Planner):
         detour_timeout_s: float = 0.5,
         motion_planner: str = "RRTConnect",
     ) -> None:
-        super().__init__(seed)
+        super().__init__(seed, motion_timeout_s, motion_planner, detour_timeout_s)
         if max_depth < 0:
             raise ValueError(f"max_depth must be non-negative, got {max_depth}")
         self.max_depth = max_depth
-        self.settings: dict[str, Any] = {
-            "motion_timeout_s": motion_timeout_s,
-            "detour_timeout_s": detour_timeout_s,
-            "motion_planner": motion_planner,
-        }
-        self._mdp: FactoredMDP | None = None
-        self._plan: list[Action] = []
-        self._expected: list[State] = []
-        self._step = 0
-        self.last_stats: dict[str, Any] = {}
-
-    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
-        tamp_base(mdp)
-        self._mdp = mdp
-        self.stage_times = {}
-        self._solve(mdp.initial_state(), deadline)
 
     def act(self, state: State, deadline: Deadline) -> Action:
         if self._mdp is None:
@@ -86,18 +70,9 @@ class Stilman(Planner):
             if not self._reach("goal", 0, deadline):
                 raise NoPlanFound("Stilman's algorithm found no way to the goal")
         finally:
-            self._interface.close()
-            for stage, seconds in self._interface.stage_times.items():
-                self.stage_times[stage] = self.stage_times.get(stage, 0.0) + seconds
-            self.stage_times["search"] = self.stage_times.get("search", 0.0) + (
-                time.perf_counter() - t0
-            )
-        if camp is not None:
-            self._plan = [camp.tau(a) for a in self._actions]
-            self._expected = [camp.sigma(s) for s in self._states]
-        else:
-            self._plan, self._expected = list(self._actions), list(self._states)
-        self._step = 0
+            self._finish(self._interface)
+            self._add_time("search", time.perf_counter() - t0)
+        self._adopt(camp, self._actions, self._states)
         self.last_stats = {"actions": len(self._plan), "obstacles_moved": self._resolved}
 
     # --- ResolveSpatialConstraints --------------------------------------------------------

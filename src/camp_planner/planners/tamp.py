@@ -83,7 +83,62 @@ def tamp_base(mdp: FactoredMDP) -> tuple[Any, CAMP | None]:
     return base, camp
 
 
-class TAMP(Planner):
+class InterfacePlanner(Planner):
+    """What planners over a domain's TAMP interface share: motion settings, the verified plan
+    (actions and the states they lead to, mapped into the CAMP if there is one) and the
+    interface's stage times."""
+
+    def __init__(
+        self,
+        seed: int,
+        motion_timeout_s: float,
+        motion_planner: str,
+        detour_timeout_s: float,
+    ) -> None:
+        super().__init__(seed)
+        if not motion_timeout_s > 0:
+            raise ValueError(f"motion_timeout_s must be positive, got {motion_timeout_s}")
+        self.settings: dict[str, Any] = {
+            "motion_timeout_s": motion_timeout_s,
+            "motion_planner": motion_planner,
+            "detour_timeout_s": detour_timeout_s,
+        }
+        self._mdp: FactoredMDP | None = None
+        self._plan: list[Action] = []
+        self._expected: list[State] = []
+        self._step = 0
+        self.last_stats: dict[str, Any] = {}
+
+    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
+        tamp_base(mdp)  # a clear error for domains without an interface, before any work
+        self._mdp = mdp
+        self.stage_times = {}
+        self._solve(mdp.initial_state(), deadline)
+
+    def _solve(self, state: State, deadline: Deadline) -> None:
+        raise NotImplementedError
+
+    def _add_time(self, stage: str, seconds: float) -> None:
+        self.stage_times[stage] = self.stage_times.get(stage, 0.0) + seconds
+
+    def _finish(self, interface: TampInterface) -> None:
+        """Close the interface and take over its stage times."""
+        interface.close()
+        for stage, seconds in interface.stage_times.items():
+            self._add_time(stage, seconds)
+
+    def _adopt(self, camp: CAMP | None, actions: list[Action], states: list[State]) -> None:
+        """Make ``actions`` (executed in the interface's simulator, visiting ``states``) the
+        plan, in the CAMP's own variables if planning happened in one."""
+        if camp is not None:
+            self._plan = [camp.tau(a) for a in actions]
+            self._expected = [camp.sigma(s) for s in states]
+        else:
+            self._plan, self._expected = list(actions), list(states)
+        self._step = 0
+
+
+class TAMP(InterfacePlanner):
     """Interface-layer TAMP: Fast Downward for tasks, the domain's refiners for motions.
 
     Settings:
@@ -107,31 +162,16 @@ class TAMP(Planner):
         detour_timeout_s: float = 0.5,
         fd_mode: str = "driver",
     ) -> None:
-        super().__init__(seed)
+        super().__init__(seed, motion_timeout_s, motion_planner, detour_timeout_s)
         if max_replans < 0:
             raise ValueError(f"max_replans must be non-negative, got {max_replans}")
-        if not motion_timeout_s > 0:
-            raise ValueError(f"motion_timeout_s must be positive, got {motion_timeout_s}")
         self.runner = FDRunner(search=search, mode=fd_mode)
         self.max_replans = max_replans
-        self.settings: dict[str, Any] = {
-            "motion_timeout_s": motion_timeout_s,
-            "motion_planner": motion_planner,
-            "detour_timeout_s": detour_timeout_s,
-        }
-        self._mdp: FactoredMDP | None = None
-        self._plan: list[Action] = []
-        self._expected: list[State] = []
-        self._step = 0
         self.deviations = 0
-        self.last_stats: dict[str, Any] = {}
 
     def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
-        tamp_base(mdp)  # a clear error for domains without an interface, before any work
-        self._mdp = mdp
-        self.stage_times = {}
         self.deviations = 0
-        self._solve(mdp.initial_state(), deadline)
+        super().prepare(mdp, deadline)
 
     def act(self, state: State, deadline: Deadline) -> Action:
         mdp = self._mdp
@@ -153,9 +193,6 @@ class TAMP(Planner):
         action = self._plan[self._step]
         self._step += 1
         return action
-
-    def _add_time(self, stage: str, seconds: float) -> None:
-        self.stage_times[stage] = self.stage_times.get(stage, 0.0) + seconds
 
     def _solve(self, state: State, deadline: Deadline) -> None:
         mdp = self._mdp
@@ -198,17 +235,10 @@ class TAMP(Planner):
                     raise NoPlanFound(f"gave up after {self.max_replans} replans: {failed.reason}")
                 interface.learn(failed.facts)
         finally:
-            interface.close()
-            for stage, seconds in interface.stage_times.items():
-                self._add_time(stage, seconds)
+            self._finish(interface)
         # The interface executed every action in the simulator of the MDP being planned in:
         # these are the states execution will visit.
-        if camp is not None:
-            self._plan = [camp.tau(a) for a in actions]
-            self._expected = [camp.sigma(s) for s in states]
-        else:
-            self._plan, self._expected = actions, states
-        self._step = 0
+        self._adopt(camp, actions, states)
         self.last_stats = {
             "actions": len(actions),
             "symbolic_steps": symbolic_steps,

@@ -240,7 +240,6 @@ class NamoTampInterface:
         )
         self.checks += scene.checks - before
         self._timed("motion_planning", t0)
-        self.mdp._synced = None  # planning moved the robot around the scene
         return result
 
     def _connected(self, start: Pose2D, goal: Pose2D, ignore_boxes: bool, solid: str) -> bool:
@@ -315,7 +314,6 @@ class NamoTampInterface:
                 break
         hx, hy, _ = self._pose(self.state)
         out.sort(key=lambda p: math.hypot(p[0] - hx, p[1] - hy))
-        self.mdp._synced = None
         return out
 
     def _execute(self, actions: list[Action]) -> list[State]:
@@ -535,7 +533,6 @@ class NamoTampInterface:
             return Refinement(
                 True, [*carried.actions, ("place", point, NONE)], [*carried.states, placed]
             )
-        self.mdp._synced = None
         return None
 
     def _spot_ok(self, px: float, py: float, keep_out: list[Pose2D], doors: bool = True) -> bool:
