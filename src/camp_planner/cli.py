@@ -148,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     _planner_arg(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, help="PNG path (default: <artifacts>/demo/...)")
+
+    from camp_planner.ros.cli import add_parsers
+
+    add_parsers(sub)
     return parser
 
 
@@ -163,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "eval": _eval,
             "sweep": _sweep,
             "demo": _demo,
+            "bringup": _ros_cli,
+            "ros": _ros_cli,
         }
         return handler[args.command](args)
     except CampError as exc:
@@ -175,6 +181,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`camp contexts | head`): not an error worth a traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _ros_cli(args: argparse.Namespace) -> int:
+    # rclpy loads only for these commands: the rest of the CLI works without ROS.
+    from camp_planner.ros.cli import run
+
+    return run(args)
 
 
 def _pipeline(args: argparse.Namespace) -> Pipeline:

@@ -163,6 +163,12 @@ class NamoScene:
         """Whether the tucked arm can put its gripper, pointing down, at (x, y, z) from the
         current base pose (inverse kinematics within ``IK_TOLERANCE``); the arm is tucked
         again afterwards."""
+        return self.arm_solution(x, y, z) is not None
+
+    def arm_solution(self, x: float, y: float, z: float) -> tuple[float, ...] | None:
+        """The 7 Panda joint angles that put the gripper, pointing down, at (x, y, z) from the
+        current base pose, or None when IK misses by more than ``IK_TOLERANCE``; the arm is
+        left tucked."""
         c = self.client
         down = pb.getQuaternionFromEuler((math.pi, 0.0, self.pose[2]))
         q = pb.calculateInverseKinematics(
@@ -181,7 +187,9 @@ class NamoScene:
         )[4]
         for j, v in enumerate(TUCKED):
             pb.resetJointState(self.arm, j, v, physicsClientId=c)
-        return math.dist(reached, (x, y, z)) <= IK_TOLERANCE
+        if math.dist(reached, (x, y, z)) > IK_TOLERANCE:
+            return None
+        return tuple(float(v) for v in q[:7])
 
     def box_collisions(self, name: str, x: float, y: float, yaw: float = 0.0) -> set[str]:
         """What box ``name`` would overlap standing at (x, y): names, ``"robot"`` included.

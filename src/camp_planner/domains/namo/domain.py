@@ -28,6 +28,11 @@ IMAGE = 50  # features: a 50 × 50 top-down image (18 cm per pixel)
 _WORLD_KEYS = ("door_width", "extra_door_prob", "fill_prob", "goal_reward", "reach")
 
 
+def world_settings(config: Mapping[str, Any]) -> NamoSettings:
+    """The world geometry a (validated) NAMO configuration describes."""
+    return NamoSettings(**{k: config["world"][k] for k in _WORLD_KEYS})
+
+
 class NamoDomain(Domain):
     """Paper domain D3: a mobile manipulator clears boxes to reach a goal three rooms away."""
 
@@ -66,7 +71,7 @@ class NamoDomain(Domain):
         }
 
     def make_tasks(self, config: Mapping[str, Any], split: str) -> Sequence[NamoTask]:
-        settings = NamoSettings(**{k: config["world"][k] for k in _WORLD_KEYS})
+        settings = world_settings(config)
         base = int(config["seed"]) * 10_000 + _SPLIT_OFFSET[split]
         count = int(config["tasks"][split])
         return [generate_task(i, base + i, settings) for i in range(count)]

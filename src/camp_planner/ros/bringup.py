@@ -1,0 +1,129 @@
+"""Bring the NAMO nodes up without the launch system (ROS 2's manual composition).
+
+``ros2 launch camp_planner namo.launch.py`` needs the ``launch`` packages, which are not
+installable from PyPI. This runs the same three nodes with the same parameter file, either
+composed in one process on a multi-threaded executor or as one process per node (what the
+launch file does), and watches ``/camp_planner/status`` and ``/execution_report``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+NODE_MODULES = {
+    "tamp_server": "camp_planner.ros.tamp_server_node",
+    "camp_planner": "camp_planner.ros.camp_planner_node",
+    "namo_sim": "camp_planner.ros.namo_sim_node",
+}
+
+
+def resolve_path(path: str | Path) -> Path:
+    """``path`` as given if it exists, else inside the installed package share folder, else
+    relative to the source tree (so a params file can name ``config/...`` from anywhere)."""
+    p = Path(path)
+    if p.is_absolute() or p.exists():
+        return p
+    for root in (Path(sys.prefix) / "share" / "camp_planner", Path(__file__).resolve().parents[3]):
+        if (root / p).exists():
+            return root / p
+    return p
+
+
+def spin_nodes(nodes: Sequence[Node], threads: int = 4) -> None:
+    """Spin ``nodes`` until Ctrl-C or shutdown, then tear down in an order that does not
+    crash: shutdown → executor → nodes."""
+    executor = MultiThreadedExecutor(num_threads=threads)
+    for node in nodes:
+        executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if rclpy.ok():
+            rclpy.shutdown()
+        executor.shutdown()
+        for node in nodes:
+            node.destroy_node()
+
+
+@dataclass
+class Watch:
+    """What the monitor saw: status lines, the plan, the execution report."""
+
+    statuses: list[Any] = field(default_factory=list)
+    plan: Any = None
+    report: Any = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+def monitor(node: Node, echo: Callable[[str], None] | None = None) -> Watch:
+    """Subscribe ``node`` to the status, plan and execution topics; ``done`` is set when an
+    execution report or an error status arrives."""
+    from camp_msgs.msg import ExecutionReport, Plan, Status
+    from camp_planner.ros.common import EVENTS, EXECUTION_TOPIC, LATCHED, PLAN_TOPIC, STATUS_TOPIC
+
+    watch = Watch()
+    say = echo or (lambda line: None)
+
+    def on_status(msg: Status) -> None:
+        watch.statuses.append(msg)
+        say(f"[{msg.stage}] {msg.message}")
+        if msg.level == Status.LEVEL_ERROR and msg.stage in (
+            "scene",
+            "selection",
+            "planning",
+            "plan",
+        ):
+            watch.done.set()
+
+    def on_plan(msg: Plan) -> None:
+        watch.plan = msg
+
+    def on_report(msg: ExecutionReport) -> None:
+        watch.report = msg
+        watch.done.set()
+
+    node.create_subscription(Status, STATUS_TOPIC, on_status, EVENTS)
+    node.create_subscription(Plan, PLAN_TOPIC, on_plan, LATCHED)
+    node.create_subscription(ExecutionReport, EXECUTION_TOPIC, on_report, EVENTS)
+    return watch
+
+
+def node_command(name: str, params: Path) -> list[str]:
+    return [sys.executable, "-m", NODE_MODULES[name], "--ros-args", "--params-file", str(params)]
+
+
+def start_processes(
+    params: Path, names: Sequence[str] = tuple(NODE_MODULES)
+) -> list[subprocess.Popen[bytes]]:
+    """One process per node, as the launch file starts them (inherits the environment, so
+    ``ROS_DOMAIN_ID`` and the discovery range carry over)."""
+    env = dict(os.environ)
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    return [subprocess.Popen(node_command(n, params), env=env) for n in names]
+
+
+def stop_processes(procs: Sequence[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(2)  # SIGINT: the nodes' own clean shutdown
+    deadline = time.monotonic() + 10
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

@@ -1,0 +1,234 @@
+"""camp_planner: scenes in; the context, the CAMP, the plan and trajectories out.
+
+Subscribes to ``/scene``; serves ``/select_context``; for every new scene with a goal it
+selects a context, builds the CAMP (which variables and objects are dropped), sends a
+``PlanTask`` goal to the TAMP server and publishes ``/context``, ``/plan``,
+``/plan/base_path`` and ``/plan/arm_trajectory``. Every failure is published on
+``/camp_planner/status`` with its named error code; the node keeps serving. A scene that
+arrives while a plan is being computed waits (only the newest one is kept).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import rclpy
+from nav_msgs.msg import Path as PathMsg
+from rclpy.action import ActionClient
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from trajectory_msgs.msg import JointTrajectory
+
+from camp_msgs.action import PlanTask
+from camp_msgs.msg import Context as ContextMsg
+from camp_msgs.msg import Plan, SceneObservation, Status
+from camp_msgs.srv import SelectContext
+from camp_planner.core.errors import CampError
+from camp_planner.ros.common import (
+    ARM_TRAJECTORY_TOPIC,
+    BASE_PATH_TOPIC,
+    CONTEXT_TOPIC,
+    EVENTS,
+    LATCHED,
+    PLAN_ACTION,
+    PLAN_TOPIC,
+    SCENE_TOPIC,
+    SELECT_SERVICE,
+    STATUS_TOPIC,
+    declare_service_params,
+)
+from camp_planner.ros.convert import context_to_msg, scene_from_msg, selection_to_response
+from camp_planner.service.errors import ErrorCode, ServiceError
+from camp_planner.service.planning import CampService
+
+
+class CampPlannerNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("camp_planner", **kwargs)
+        service_kwargs = declare_service_params(self)
+        self.declare_parameter("lambda_cost", 0.0)  # 0: the domain configuration's λ
+        self.declare_parameter("timeout_s", 60.0)
+        self.declare_parameter("allow_fallback", True)
+        self.declare_parameter("plan_on_scene", True)
+        self.declare_parameter("server_wait_s", 30.0)
+        self.service = CampService(**service_kwargs)
+        if not self.service.has_selector:
+            self.get_logger().warning(
+                f"no context selector ({self.service.bundle_error}); planning under the "
+                "universal context"
+            )
+        services = ReentrantCallbackGroup()
+        self.create_service(SelectContext, SELECT_SERVICE, self._select, callback_group=services)
+        self.plans = ActionClient(self, PlanTask, PLAN_ACTION, callback_group=services)
+        self.pub_context = self.create_publisher(ContextMsg, CONTEXT_TOPIC, LATCHED)
+        self.pub_plan = self.create_publisher(Plan, PLAN_TOPIC, LATCHED)
+        self.pub_path = self.create_publisher(PathMsg, BASE_PATH_TOPIC, LATCHED)
+        self.pub_arm = self.create_publisher(JointTrajectory, ARM_TRAJECTORY_TOPIC, LATCHED)
+        self.pub_status = self.create_publisher(Status, STATUS_TOPIC, EVENTS)
+        self._pending: SceneObservation | None = None
+        self._wake = threading.Condition()
+        self._stop = False
+        self.create_subscription(
+            SceneObservation,
+            SCENE_TOPIC,
+            self._on_scene,
+            LATCHED,
+            callback_group=MutuallyExclusiveCallbackGroup(),
+        )
+        self._thread = threading.Thread(target=self._planning_loop, daemon=True)
+        self._thread.start()
+        self.get_logger().info(f"camp_planner ready: /{SCENE_TOPIC} in, /{SELECT_SERVICE} served")
+
+    # --- status -------------------------------------------------------------------------------
+    def status(
+        self, stage: str, message: str, code: int = 0, level: int = Status.LEVEL_INFO
+    ) -> None:
+        msg = Status(level=level, stage=stage, error_code=int(code), message=message)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_status.publish(msg)
+        log = self.get_logger()
+        (log.error if level == Status.LEVEL_ERROR else log.warning if level else log.info)(
+            f"[{stage}] {message}"
+        )
+
+    # --- /select_context ------------------------------------------------------------------------
+    def _select(self, request: Any, response: Any) -> Any:
+        try:
+            scene = None
+            if request.scene.objects or not request.task_features:
+                scene = scene_from_msg(request.scene)
+            features = list(request.task_features) or None
+            result = self.service.select(scene, features)
+            return selection_to_response(result, response)
+        except ServiceError as exc:
+            response.success, response.error_code, response.error_message = (
+                False,
+                int(exc.code),
+                exc.message,
+            )
+        except CampError as exc:
+            response.success, response.error_code = False, int(ErrorCode.INTERNAL)
+            response.error_message = str(exc)
+        except Exception as exc:  # a bug must not take the service down
+            response.success, response.error_code = False, int(ErrorCode.INTERNAL)
+            response.error_message = f"{exc.__class__.__name__}: {exc}"
+        return response
+
+    # --- scenes → plans ---------------------------------------------------------------------
+    def _on_scene(self, msg: SceneObservation) -> None:
+        if not bool(self.get_parameter("plan_on_scene").value):
+            return
+        with self._wake:
+            if self._pending is not None:
+                self.status("scene", "a newer scene replaced one still waiting", 0, 1)
+            self._pending = msg
+            self._wake.notify()
+
+    def _planning_loop(self) -> None:
+        while True:
+            with self._wake:
+                while self._pending is None and not self._stop:
+                    self._wake.wait(0.5)
+                if self._stop:
+                    return
+                msg, self._pending = self._pending, None
+            try:
+                self.plan_scene(msg)
+            except Exception as exc:  # keep serving whatever went wrong
+                self.status("plan", f"{exc.__class__.__name__}: {exc}", ErrorCode.INTERNAL, 2)
+
+    def plan_scene(self, msg: SceneObservation) -> None:
+        """Select a context for ``msg``, build its CAMP, plan it on the TAMP server and
+        publish the results."""
+        try:
+            scene = scene_from_msg(msg)
+            self.service.task_of(scene)  # refuse a malformed scene before anything else
+        except ServiceError as exc:
+            self.status("scene", exc.message, exc.code, Status.LEVEL_ERROR)
+            return
+        context_id = ""
+        if self.service.has_selector:
+            try:
+                sel = self.service.select(scene)
+            except ServiceError as exc:
+                self.status("selection", exc.message, exc.code, Status.LEVEL_ERROR)
+                return
+            context_id = sel.context.id
+            self.pub_context.publish(context_to_msg(sel.context))
+            self.status(
+                "selection",
+                f"context {sel.context.name} (p={sel.probability:.2f}) in "
+                f"{sel.latency_s * 1000:.1f} ms; CAMP drops {len(sel.dropped)} variables "
+                f"({len(sel.dropped_objects)} objects)",
+            )
+        wait = float(self.get_parameter("server_wait_s").value)
+        if not self.plans.wait_for_server(timeout_sec=wait):
+            self.status("planning", f"no PlanTask server on /{PLAN_ACTION}", ErrorCode.INTERNAL, 2)
+            return
+        goal = PlanTask.Goal()
+        goal.scene = msg
+        goal.context_id = context_id
+        goal.allow_fallback = bool(self.get_parameter("allow_fallback").value)
+        goal.lambda_cost = float(self.get_parameter("lambda_cost").value)
+        goal.timeout = float(self.get_parameter("timeout_s").value)
+        self.status("planning", "sent the CAMP to the TAMP server")
+        result = self._call(goal)
+        if result is None:
+            return
+        plan = result.plan
+        if result.success:
+            self.pub_plan.publish(plan)
+            self.pub_path.publish(plan.base_path)
+            self.pub_arm.publish(plan.arm_trajectory)
+            if not self.service.has_selector:
+                self.pub_context.publish(plan.context)
+            times = ", ".join(f"{s.stage} {s.seconds:.2f} s" for s in plan.stage_times)
+            self.status(
+                "plan",
+                f"{len(plan.steps)} steps under {plan.context.description} "
+                f"({plan.fallbacks} fallbacks); {times}",
+            )
+        else:
+            self.status("plan", result.error_message, result.error_code, Status.LEVEL_ERROR)
+
+    def _call(self, goal: PlanTask.Goal) -> Any:
+        done = threading.Event()
+        box: dict[str, Any] = {}
+
+        def on_goal(future: Any) -> None:
+            handle = future.result()
+            if not handle.accepted:
+                box["error"] = "the TAMP server rejected the goal"
+                done.set()
+                return
+
+            def on_result(f: Any) -> None:
+                box["result"] = f.result().result
+                done.set()
+
+            handle.get_result_async().add_done_callback(on_result)
+
+        self.plans.send_goal_async(goal).add_done_callback(on_goal)
+        limit = (4 if goal.allow_fallback else 1) * goal.timeout + 30.0
+        if not done.wait(limit):
+            self.status("planning", "the TAMP server did not answer", ErrorCode.TIMEOUT, 2)
+            return None
+        if "error" in box:
+            self.status("planning", box["error"], ErrorCode.INTERNAL, 2)
+            return None
+        return box["result"]
+
+    def destroy_node(self) -> None:
+        with self._wake:
+            self._stop = True
+            self._wake.notify()
+        self._thread.join(2.0)
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> None:
+    from camp_planner.ros.bringup import spin_nodes
+
+    rclpy.init(args=args)
+    spin_nodes([CampPlannerNode()])

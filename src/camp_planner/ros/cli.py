@@ -1,0 +1,292 @@
+"""``camp bringup`` and ``camp ros ...``: the NAMO nodes and a client, without ``ros2``.
+
+``camp bringup namo`` is ``ros2 launch camp_planner namo.launch.py`` for machines without the
+launch system; ``camp ros select-context`` / ``camp ros plan`` / ``camp ros publish-scene``
+do what ``ros2 service call`` / ``ros2 action send_goal`` / ``ros2 topic pub`` would, for a
+task of the configured NAMO distribution.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from camp_planner.core.errors import CampError
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser(
+        "bringup",
+        help="run the NAMO nodes (camp_planner, tamp_server, namo_sim) like `ros2 launch`",
+        description="Start the three nodes with one ROS parameter file and watch them: a task "
+        "is published, a context selected, the CAMP built, TAMP plans, the simulator executes.",
+    )
+    p.add_argument("system", choices=("namo",), help="what to bring up")
+    p.add_argument(
+        "--params", type=Path, default=Path("config/namo.yaml"), help="ROS 2 parameter file"
+    )
+    p.add_argument("--task", type=int, help="override namo_sim's task_index")
+    p.add_argument("--processes", action="store_true", help="one process per node (as launch does)")
+    p.add_argument("--once", action="store_true", help="exit after the first execution report")
+    p.add_argument(
+        "--wait", type=float, default=600.0, help="with --once: give up after this many seconds"
+    )
+
+    p = sub.add_parser("ros", help="client for running nodes: select-context, plan, publish-scene")
+    ros = p.add_subparsers(dest="ros_command", required=True)
+    for name, text in (
+        ("select-context", "call /select_context for a task's scene (or --features)"),
+        ("plan", "send a PlanTask goal for a task's scene and print the plan"),
+        ("publish-scene", "publish a task's scene on /scene (the planner node plans it)"),
+    ):
+        q = ros.add_parser(name, help=text, description=text)
+        q.add_argument(
+            "--config",
+            type=Path,
+            default=Path("config/namo-reduced.yaml"),
+            help="NAMO domain configuration the tasks come from",
+        )
+        q.add_argument("--task", type=int, default=0, help="task index")
+        q.add_argument("--split", choices=("train", "test"), default="test")
+        q.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for an answer")
+        q.add_argument("--json", action="store_true", help="print JSON")
+        if name == "select-context":
+            q.add_argument(
+                "--features", type=Path, help="JSON list of task features instead of a scene"
+            )
+        if name == "plan":
+            q.add_argument("--context", default="", help="context id (default: the server selects)")
+            q.add_argument("--lambda", dest="lam", type=float, default=0.0, help="λ (0: default)")
+            q.add_argument("--no-fallback", action="store_true", help="no fallback contexts")
+        if name == "publish-scene":
+            q.add_argument(
+                "--wait-execution",
+                action="store_true",
+                help="then wait for namo_sim's execution report and print it",
+            )
+
+
+def _scene_msg(args: argparse.Namespace) -> Any:
+    from camp_planner.domains.namo.scene_io import scene_from_task
+    from camp_planner.ros.bringup import resolve_path
+    from camp_planner.ros.convert import scene_to_msg
+    from camp_planner.workflow import Pipeline
+
+    pipe = Pipeline.create("namo", resolve_path(args.config), Path("artifacts"))
+    return scene_to_msg(scene_from_task(pipe.task(args.split, args.task)))
+
+
+def run(args: argparse.Namespace) -> int:
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    if args.command == "bringup":
+        return _bringup(args)
+    return _ros(args)
+
+
+def _ros(args: argparse.Namespace) -> int:
+    from camp_planner.ros.client import CampClient, ClientError
+
+    scene = _scene_msg(args)
+    client = CampClient()
+    try:
+        if args.ros_command == "select-context":
+            features: list[float] = []
+            if args.features:
+                try:
+                    features = [float(v) for v in json.loads(args.features.read_text())]
+                except (OSError, ValueError, TypeError) as exc:
+                    raise CampError(
+                        f"--features {args.features}: not a JSON list of numbers ({exc})"
+                    ) from exc
+            t0 = time.perf_counter()
+            r = client.select_context(None if features else scene, features, args.timeout)
+            rtt = time.perf_counter() - t0
+            out = {
+                "success": r.success,
+                "error_code": r.error_code,
+                "error_message": r.error_message,
+                "context": {"id": r.context.id, "description": r.context.description},
+                "probability": r.probability,
+                "alternatives": [
+                    {"id": c.id, "description": c.description, "probability": p}
+                    for c, p in zip(r.alternatives, r.alternative_probabilities, strict=False)
+                ][:5],
+                "dropped_objects": list(r.dropped_objects),
+                "selector_latency_ms": (r.selector_latency.sec + r.selector_latency.nanosec * 1e-9)
+                * 1e3,
+                "round_trip_ms": rtt * 1e3,
+            }
+            _print(out, args.json)
+            return 0 if r.success else 1
+        if args.ros_command == "plan":
+            r = client.plan(
+                scene,
+                context_id=args.context,
+                allow_fallback=not args.no_fallback,
+                lambda_cost=args.lam,
+                timeout=args.timeout,
+                feedback=None if args.json else (lambda s, t: print(f"  ... {s} ({t:.1f} s)")),
+            )
+            _print(plan_summary(r), args.json)
+            return 0 if r.success else 1
+        client.publish_scene(scene)
+        print(f"published {args.split} task {args.task} on /scene")
+        if args.wait_execution:
+            report = client.wait_for_execution(args.timeout)
+            _print(
+                {
+                    "goal_reached": report.goal_reached,
+                    "steps_executed": report.steps_executed,
+                    "steps_total": report.steps_total,
+                    "message": report.message,
+                },
+                args.json,
+            )
+            return 0 if report.goal_reached else 1
+        time.sleep(1.0)  # let the latched message reach subscribers before the node goes
+        return 0
+    except ClientError as exc:
+        raise CampError(str(exc)) from exc
+    finally:
+        client.close()
+
+
+def plan_summary(result: Any) -> dict[str, Any]:
+    plan = result.plan
+    return {
+        "success": result.success,
+        "error_code": result.error_code,
+        "error_message": result.error_message,
+        "context": plan.context.description,
+        "fallbacks": plan.fallbacks,
+        "steps": len(plan.steps),
+        "base_path_poses": len(plan.base_path.poses),
+        "arm_trajectory_points": len(plan.arm_trajectory.points),
+        "planning_time_s": round(plan.planning_time, 3),
+        "expected_return": plan.expected_return,
+        "objective": round(plan.objective, 2),
+        "stage_times_s": {s.stage: round(s.seconds, 3) for s in plan.stage_times},
+        "dropped_objects": list(plan.dropped_objects),
+    }
+
+
+def _print(record: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(record))
+        return
+    for key, value in record.items():
+        print(f"{key:>22}: {value}")
+
+
+def _bringup(args: argparse.Namespace) -> int:
+    import rclpy
+
+    from camp_planner.ros.bringup import monitor, resolve_path, start_processes, stop_processes
+
+    params = resolve_path(args.params)
+    if not params.is_file():
+        raise CampError(f"no parameter file {args.params}")
+    _check_params(params)
+    ros_args = ["--ros-args", "--params-file", str(params)]
+    if args.task is not None:
+        ros_args += ["-p", f"namo_sim:task_index:={args.task}"]
+    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
+    print(
+        f"[bringup] ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}, discovery "
+        f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']}, params {params}"
+    )
+    rclpy.init(args=ros_args)
+    procs: list[Any] = []
+    nodes: list[Any] = []
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.node import Node
+
+    executor = MultiThreadedExecutor(num_threads=6)
+    watcher = Node("camp_bringup_monitor")
+    watch = monitor(watcher, echo=lambda line: print(f"[camp_planner] {line}", flush=True))
+    executor.add_node(watcher)
+    try:
+        if args.processes:
+            if args.task is not None:
+                raise CampError("--task with --processes: set namo_sim.task_index in the file")
+            procs = start_processes(params)
+        else:
+            from camp_planner.ros.camp_planner_node import CampPlannerNode
+            from camp_planner.ros.namo_sim_node import NamoSimNode
+            from camp_planner.ros.tamp_server_node import TampServerNode
+
+            print("[bringup] starting tamp_server (warm planning worker), camp_planner, namo_sim")
+            nodes = [TampServerNode(), CampPlannerNode(), NamoSimNode()]
+            for node in nodes:
+                executor.add_node(node)
+        import threading
+
+        spin = threading.Thread(target=executor.spin, daemon=True)
+        spin.start()
+        if not args.once:
+            print("[bringup] running; Ctrl-C to stop")
+            while rclpy.ok():
+                time.sleep(0.5)
+            return 0
+        if not watch.done.wait(args.wait):
+            raise CampError(f"no execution report within {args.wait:.0f} s")
+        return _report(watch, nodes)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        stop_processes(procs)
+        if rclpy.ok():
+            rclpy.shutdown()
+        executor.shutdown()
+        for node in [*nodes, watcher]:
+            node.destroy_node()
+
+
+def _check_params(path: Path) -> None:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise CampError(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(data, dict) or not all(
+        isinstance(v, dict) and "ros__parameters" in v for v in data.values()
+    ):
+        raise CampError(f"{path}: expected `<node>: {{ros__parameters: {{...}}}}` blocks")
+
+
+def _report(watch: Any, nodes: list[Any]) -> int:
+    report, plan = watch.report, watch.plan
+    if report is None:
+        print("[bringup] planning failed; see the status lines above", file=sys.stderr)
+        return 1
+    if plan is not None:
+        print(
+            f"[bringup] context: {plan.context.description or 'universal'} ({plan.context.id}),"
+            f" {plan.fallbacks} fallbacks"
+        )
+        print(
+            f"[bringup] dropped objects ({len(plan.dropped_objects)}): "
+            f"{', '.join(plan.dropped_objects) or 'none'}"
+        )
+        for s in plan.stage_times:
+            print(f"[bringup]   {s.stage:<18} {s.seconds * 1000:9.1f} ms")
+        print(
+            f"[bringup] plan: {len(plan.steps)} steps, {len(plan.base_path.poses)} base poses, "
+            f"{len(plan.arm_trajectory.points)} arm waypoints; expected return "
+            f"{plan.expected_return:.0f}, objective {plan.objective:.1f}"
+        )
+    print(
+        f"[bringup] namo_sim executed {report.steps_executed}/{report.steps_total} steps: "
+        f"{report.message}; goal reached: {report.goal_reached}"
+    )
+    for node in nodes:
+        render = getattr(node, "last_render", None)
+        if render is not None:
+            print(f"[bringup] wrote {render}")
+    return 0 if report.goal_reached else 1

@@ -1,0 +1,153 @@
+"""CampClient: script against the camp_planner nodes (in the spirit of nav2_simple_commander).
+
+client = CampClient()
+answer = client.select_context(scene_msg)          # what `ros2 service call` would do
+result = client.plan(scene_msg, timeout=60.0)       # what `ros2 action send_goal` would do
+report = client.publish_scene(scene_msg) and client.wait_for_execution(120.0)
+client.close()
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+
+from camp_msgs.action import PlanTask
+from camp_msgs.msg import ExecutionReport, SceneObservation
+from camp_msgs.srv import SelectContext
+from camp_planner.ros.common import (
+    EVENTS,
+    EXECUTION_TOPIC,
+    LATCHED,
+    PLAN_ACTION,
+    SCENE_TOPIC,
+    SELECT_SERVICE,
+)
+
+
+class ClientError(RuntimeError):
+    """A server that is not there or did not answer in time."""
+
+
+class CampClient:
+    """A node of its own, spun in a background thread; every call blocks until answered."""
+
+    def __init__(self, name: str = "camp_client") -> None:
+        self._owns_context = not rclpy.ok()
+        if self._owns_context:
+            rclpy.init()
+        self.node = Node(name)
+        self._select = self.node.create_client(SelectContext, SELECT_SERVICE)
+        self._plan = ActionClient(self.node, PlanTask, PLAN_ACTION)
+        self._scene_pub = self.node.create_publisher(SceneObservation, SCENE_TOPIC, LATCHED)
+        self._reports: list[ExecutionReport] = []
+        self._report_event = threading.Condition()
+        self.node.create_subscription(ExecutionReport, EXECUTION_TOPIC, self._on_report, EVENTS)
+        self._executor = MultiThreadedExecutor(num_threads=2)
+        self._executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
+        self._thread.start()
+        self._goal: Any = None
+
+    def _on_report(self, msg: ExecutionReport) -> None:
+        with self._report_event:
+            self._reports.append(msg)
+            self._report_event.notify_all()
+
+    @staticmethod
+    def _wait(future: Any, timeout: float, what: str) -> Any:
+        done = threading.Event()
+        future.add_done_callback(lambda f: done.set())
+        if not done.wait(timeout):
+            raise ClientError(f"{what} did not answer within {timeout:.1f} s")
+        return future.result()
+
+    def select_context(
+        self,
+        scene: SceneObservation | None = None,
+        features: Sequence[float] = (),
+        timeout: float = 10.0,
+    ) -> Any:
+        """Call ``/select_context``; returns the response (check ``success``)."""
+        if not self._select.wait_for_service(timeout_sec=timeout):
+            raise ClientError(f"no /{SELECT_SERVICE} service")
+        request = SelectContext.Request()
+        if scene is not None:
+            request.scene = scene
+        request.task_features = [float(v) for v in features]
+        return self._wait(self._select.call_async(request), timeout, f"/{SELECT_SERVICE}")
+
+    def plan(
+        self,
+        scene: SceneObservation,
+        context_id: str = "",
+        allow_fallback: bool = True,
+        lambda_cost: float = 0.0,
+        timeout: float = 60.0,
+        feedback: Callable[[str, float], None] | None = None,
+        wait_s: float | None = None,
+    ) -> Any:
+        """Send a ``PlanTask`` goal and wait for its result (``PlanTask.Result``)."""
+        if not self._plan.wait_for_server(timeout_sec=30.0):
+            raise ClientError(f"no /{PLAN_ACTION} action server")
+        goal = PlanTask.Goal(
+            scene=scene,
+            context_id=context_id,
+            allow_fallback=allow_fallback,
+            lambda_cost=float(lambda_cost),
+            timeout=float(timeout),
+        )
+        cb = (
+            None if feedback is None else (lambda m: feedback(m.feedback.stage, m.feedback.elapsed))
+        )
+        handle = self._wait(self._plan.send_goal_async(goal, feedback_callback=cb), 30.0, "goal")
+        if not handle.accepted:
+            raise ClientError("the PlanTask goal was rejected")
+        self._goal = handle
+        limit = wait_s if wait_s is not None else (4 if allow_fallback else 1) * timeout + 60.0
+        try:
+            return self._wait(handle.get_result_async(), limit, "the PlanTask goal").result
+        finally:
+            self._goal = None
+
+    def send_plan_goal(self, scene: SceneObservation, **kwargs: Any) -> Any:
+        """Send a goal without waiting; returns the goal handle (for cancelling)."""
+        if not self._plan.wait_for_server(timeout_sec=30.0):
+            raise ClientError(f"no /{PLAN_ACTION} action server")
+        goal = PlanTask.Goal(scene=scene, **kwargs)
+        handle = self._wait(self._plan.send_goal_async(goal), 30.0, "goal")
+        return handle
+
+    def cancel(self, handle: Any, timeout: float = 10.0) -> Any:
+        return self._wait(handle.cancel_goal_async(), timeout, "cancel")
+
+    def result(self, handle: Any, timeout: float) -> Any:
+        return self._wait(handle.get_result_async(), timeout, "the PlanTask goal").result
+
+    def publish_scene(self, scene: SceneObservation) -> None:
+        self._scene_pub.publish(scene)
+
+    def wait_for_execution(self, timeout: float) -> ExecutionReport:
+        """The next execution report (or the newest one already received)."""
+        deadline = time.monotonic() + timeout
+        with self._report_event:
+            while not self._reports:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ClientError(f"no execution report within {timeout:.1f} s")
+                self._report_event.wait(left)
+            return self._reports.pop(0)
+
+    def close(self) -> None:
+        if self._owns_context and rclpy.ok():
+            rclpy.shutdown()
+        self._thread.join(2.0)
+        self._executor.shutdown()
+        self.node.destroy_node()

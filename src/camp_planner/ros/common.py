@@ -1,0 +1,56 @@
+"""What the nodes share: QoS profiles, topic names and the service parameters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+# A scene and a plan are state, not a stream: late joiners get the last one.
+LATCHED = QoSProfile(
+    depth=1,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+EVENTS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE)
+
+SCENE_TOPIC = "scene"
+CONTEXT_TOPIC = "context"
+PLAN_TOPIC = "plan"
+BASE_PATH_TOPIC = "plan/base_path"
+ARM_TRAJECTORY_TOPIC = "plan/arm_trajectory"
+STATUS_TOPIC = "camp_planner/status"
+EXECUTION_TOPIC = "execution_report"
+SELECT_SERVICE = "select_context"
+PLAN_ACTION = "plan_task"
+
+
+def default_bundle() -> str:
+    """The selector bundle that ships with the package (empty if this install has none)."""
+    path = Path(__file__).resolve().parent.parent / "data" / "namo-tamp.pt"
+    return str(path) if path.is_file() else ""
+
+
+def declare_service_params(node: Node) -> dict[str, Any]:
+    """Declare the parameters every node that runs the CAMP pipeline reads; return the
+    :class:`~camp_planner.service.planning.CampService` arguments they give."""
+    node.declare_parameter("domain", "namo")
+    node.declare_parameter("config_file", "")
+    node.declare_parameter("selector_bundle", "")
+    node.declare_parameter("artifacts", "artifacts")
+    node.declare_parameter("planner", "tamp")
+    from camp_planner.ros.bringup import resolve_path
+
+    config = str(node.get_parameter("config_file").value)
+    # "": the bundle shipped with the package; "none": run without a selector.
+    bundle = str(node.get_parameter("selector_bundle").value) or default_bundle()
+    return {
+        "domain": str(node.get_parameter("domain").value),
+        "config_path": resolve_path(config) if config else None,
+        "bundle_path": resolve_path(bundle) if bundle and bundle != "none" else None,
+        "artifacts": Path(str(node.get_parameter("artifacts").value)),
+        "planner": str(node.get_parameter("planner").value),
+    }

@@ -1,0 +1,115 @@
+"""tamp_server: the ``PlanTask`` action server, backed by OMPL + PyBullet TAMP.
+
+Plans run in a warm worker process (:mod:`camp_planner.service.worker`) so that a cancel or a
+timeout returns at once. One goal runs at a time; a goal that arrives meanwhile is answered
+at once with ``ERROR_BUSY`` instead of being interleaved.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import rclpy
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+
+from camp_msgs.action import PlanTask
+from camp_planner.ros.common import PLAN_ACTION, declare_service_params
+from camp_planner.ros.convert import plan_to_msg, scene_from_msg
+from camp_planner.service.errors import ErrorCode
+from camp_planner.service.types import PlanResult
+from camp_planner.service.worker import PlanRequest, PlanWorker
+
+
+class TampServerNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("tamp_server", **kwargs)
+        service_kwargs = declare_service_params(self)
+        self.declare_parameter("timeout_grace_s", 10.0)
+        self.declare_parameter("default_timeout_s", 60.0)
+        self.grace = float(self.get_parameter("timeout_grace_s").value)
+        self.default_timeout = float(self.get_parameter("default_timeout_s").value)
+        self.worker = PlanWorker(service_kwargs)
+        self.worker.start()  # load the selector, CSIs and PyBullet before the first goal
+        self._busy = threading.Lock()
+        self.server = ActionServer(
+            self,
+            PlanTask,
+            PLAN_ACTION,
+            execute_callback=self._execute,
+            goal_callback=lambda goal: GoalResponse.ACCEPT,
+            cancel_callback=lambda handle: CancelResponse.ACCEPT,
+            callback_group=ReentrantCallbackGroup(),
+        )
+        self.get_logger().info(f"PlanTask action server ready on /{PLAN_ACTION}")
+
+    def _execute(self, handle: Any) -> PlanTask.Result:
+        if not self._busy.acquire(blocking=False):
+            handle.abort()
+            return self._result(
+                PlanResult.failure(
+                    ErrorCode.BUSY, "another goal is being planned; send this one when it is done"
+                ),
+                "",
+            )
+        try:
+            return self._plan(handle)
+        finally:
+            self._busy.release()
+
+    def _plan(self, handle: Any) -> PlanTask.Result:
+        goal = handle.request
+        t0 = time.monotonic()
+        timeout = goal.timeout if goal.timeout > 0 else self.default_timeout
+        request = PlanRequest(
+            scene=scene_from_msg(goal.scene),
+            context_id=goal.context_id,
+            allow_fallback=goal.allow_fallback,
+            lam=goal.lambda_cost if goal.lambda_cost > 0 else None,
+            timeout_s=timeout,
+        )
+
+        def feedback(stage: str) -> None:
+            handle.publish_feedback(PlanTask.Feedback(stage=stage, elapsed=time.monotonic() - t0))
+
+        # Fallbacks each get the per-call timeout; the whole goal gets them all plus a grace.
+        attempts = 4 if goal.allow_fallback else 1
+        result = self.worker.run(
+            request,
+            cancelled=lambda: bool(handle.is_cancel_requested),
+            limit_s=attempts * timeout + self.grace,
+            progress=feedback,
+        )
+        if result.code == ErrorCode.CANCELED:
+            handle.canceled()
+        elif result.success:
+            handle.succeed()
+        else:
+            handle.abort()
+        frame = goal.scene.header.frame_id or "map"
+        first_line = result.message.splitlines()[0] if result.message else ""
+        self.get_logger().info(f"goal done: {result.code.name} {first_line}")
+        return self._result(result, frame)
+
+    def _result(self, result: PlanResult, frame: str) -> PlanTask.Result:
+        out = PlanTask.Result()
+        out.success = result.success
+        out.error_code = int(result.code)
+        out.error_message = result.message
+        out.plan = plan_to_msg(result, frame or "map", self.get_clock().now().to_msg())
+        return out
+
+    def destroy_node(self) -> None:
+        self.worker.stop()
+        self.server.destroy()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> None:
+    from camp_planner.ros.bringup import spin_nodes
+
+    rclpy.init(args=args)
+    spin_nodes([TampServerNode()])

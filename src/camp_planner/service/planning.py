@@ -1,0 +1,266 @@
+"""CampService: select a context for a scene, build its CAMP, plan with TAMP, report.
+
+One instance per process holds the domain, its configuration, the selector bundle and a warm
+selector. Every request is checked first and refused with a named :class:`ErrorCode`; a failed
+planning run still returns what it executed, with the reason.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from camp_planner.core.context import Context
+from camp_planner.core.errors import CampError
+from camp_planner.core.objective import Attempt, run_with_fallbacks
+from camp_planner.domains.namo.mdp import NamoMDP
+from camp_planner.planners import make_planner
+from camp_planner.service.errors import ErrorCode, ServiceError
+from camp_planner.service.scene import Scene
+from camp_planner.service.types import PlanResult, SelectionResult
+from camp_planner.workflow import Pipeline
+
+SCENE_DOMAINS = ("namo",)  # domains with a scene adapter
+Progress = Callable[[str], None]
+
+
+class CampService:
+    """The CAMP pipeline behind the ROS nodes, for scenes of one domain."""
+
+    def __init__(
+        self,
+        domain: str = "namo",
+        config_path: Path | None = None,
+        bundle_path: Path | None = None,
+        artifacts: Path = Path("artifacts"),
+        planner: str = "tamp",
+        max_fallbacks: int = 2,
+    ) -> None:
+        if domain not in SCENE_DOMAINS:
+            raise ServiceError(
+                ErrorCode.UNKNOWN_DOMAIN,
+                f"domain '{domain}' has no scene adapter; scenes are supported for: "
+                + ", ".join(SCENE_DOMAINS),
+            )
+        from camp_planner.learning.bundle import load_bundle
+        from camp_planner.learning.methods import CampMethod
+
+        self.pipe = Pipeline.create(domain, config_path, artifacts)
+        self.planner = planner
+        self.pipe.planner_settings(planner)  # unknown planner: a clear error now
+        self.max_fallbacks = max_fallbacks
+        self.bundle_error = "no selector bundle configured"
+        self.method: CampMethod | None = None
+        if bundle_path is not None and str(bundle_path):
+            try:
+                self.method = CampMethod(
+                    load_bundle(Path(bundle_path), self.pipe.domain.name, self.pipe.domain.version)
+                )
+            except CampError as exc:
+                self.bundle_error = str(exc)
+        self._probe = self.pipe.domain.make_mdp(self.pipe.task("train", 0), self.pipe.config)
+
+    @property
+    def domain(self) -> str:
+        return self.pipe.domain.name
+
+    @property
+    def has_selector(self) -> bool:
+        return self.method is not None
+
+    def feature_length(self) -> int:
+        if self.method is None:
+            raise ServiceError(ErrorCode.NO_SELECTOR, self.bundle_error)
+        return int(np.prod(self.method.bundle.selector.input_shape))
+
+    def contexts(self) -> list[Context]:
+        """Every context a request may name: the bundle's, or only the universal one."""
+        if self.method is None:
+            return [Context.universal()]
+        return list(self.method.bundle.space)
+
+    def resolve_context(self, ref: str) -> Context:
+        for c in self.contexts():
+            if ref in (c.id, c.name) or (ref == "universal" and c.is_universal):
+                return c
+        if ref == "universal":
+            return Context.universal()
+        raise ServiceError(
+            ErrorCode.UNKNOWN_CONTEXT,
+            f"unknown context '{ref}'"
+            + ("" if self.method else f" ({self.bundle_error}: only 'universal' is available)"),
+        )
+
+    # --- scenes ---------------------------------------------------------------------------
+    def task_of(self, scene: Scene) -> tuple[Any, dict[str, str]]:
+        """(the domain task of ``scene``, scene object id → model variable)."""
+        if scene.domain and scene.domain != self.domain:
+            raise ServiceError(
+                ErrorCode.UNKNOWN_DOMAIN,
+                f"the scene is for domain '{scene.domain}', this service plans '{self.domain}'",
+            )
+        from camp_planner.domains.namo.domain import world_settings
+        from camp_planner.domains.namo.scene_io import task_from_scene
+
+        return task_from_scene(scene, world_settings(self.pipe.config))
+
+    def _variables(
+        self, context: Context, mdp: Any, slot_of: dict[str, str]
+    ) -> tuple[list[str], list[str], list[str]]:
+        assert self.method is not None or context.is_universal
+        if self.method is None:
+            names = [v.name for v in mdp.variables]
+            return names, [], []
+        camp = self.method.build(self.pipe, mdp, context)
+        dropped = list(camp.dropped_variables)
+        relevant = [v.name for v in mdp.variables if v.name not in set(dropped)]
+        ids = [oid for oid, slot in slot_of.items() if slot in set(dropped)]
+        return relevant, dropped, sorted(ids)
+
+    # --- selection --------------------------------------------------------------------------
+    def select(
+        self, scene: Scene | None, features: Sequence[float] | None = None
+    ) -> SelectionResult:
+        """Rank the contexts for a scene (or for precomputed task features)."""
+        if self.method is None:
+            raise ServiceError(ErrorCode.NO_SELECTOR, self.bundle_error)
+        selector = self.method.bundle.selector
+        task, slot_of = (None, {}) if scene is None else self.task_of(scene)
+        if features:
+            expected = self.feature_length()
+            if len(features) != expected:
+                raise ServiceError(
+                    ErrorCode.WRONG_FEATURE_LENGTH,
+                    f"task_features has {len(features)} values; the selector takes {expected} "
+                    f"(shape {list(selector.input_shape)})",
+                )
+            array = np.asarray(features, dtype=np.float32)
+            if not np.all(np.isfinite(array)):
+                raise ServiceError(
+                    ErrorCode.INVALID_SCENE, "task_features has a NaN or infinite value"
+                )
+        elif task is None:
+            raise ServiceError(ErrorCode.INVALID_SCENE, "give a scene or task features")
+        t0 = time.perf_counter()
+        if features:
+            x = array.reshape(selector.input_shape)
+            ranked = [(self.method.bundle.space[i], p) for i, p in selector.ranked(x)]
+            screened: list[Context] = []
+            if task is not None:
+                from camp_planner.core.feasibility import screen
+
+                ranked, screened = screen(ranked, self.pipe.domain.region_graph(task))
+        else:
+            ranked, screened = self.method.selection(self.pipe, task)
+        latency = time.perf_counter() - t0
+        if not ranked:
+            ranked = [(Context.universal(), 1.0)]
+        context, prob = ranked[0]
+        mdp = self.pipe.domain.make_mdp(task, self.pipe.config) if task else self._probe
+        relevant, dropped, dropped_ids = self._variables(context, mdp, slot_of)
+        return SelectionResult(
+            context, prob, ranked, relevant, dropped, dropped_ids, latency, screened
+        )
+
+    # --- planning ---------------------------------------------------------------------------
+    def plan(
+        self,
+        scene: Scene,
+        context_id: str = "",
+        allow_fallback: bool = True,
+        lam: float | None = None,
+        timeout_s: float | None = None,
+        seed: int = 0,
+        progress: Progress | None = None,
+    ) -> PlanResult:
+        """Plan ``scene``'s task in the CAMP of the named (or selected) context and execute
+        the plan in the simulator; refusals raise :class:`ServiceError`."""
+        say = progress or (lambda stage: None)
+        lam = self.pipe.lam(self.planner) if lam is None or lam <= 0 else lam
+        timeout = (
+            float(self.pipe.config["timeout_s"]) if not timeout_s or timeout_s <= 0 else timeout_s
+        )
+        task, slot_of = self.task_of(scene)
+        mdp = self.pipe.domain.make_mdp(task, self.pipe.config)
+        assert isinstance(mdp, NamoMDP)  # the only domain with a scene adapter so far
+        say("selection")
+        t0 = time.perf_counter()
+        if context_id:
+            order = [self.resolve_context(context_id)]
+            ranked = [(c, 0.0) for c in self.contexts() if c.id != order[0].id]
+        elif self.method is not None:
+            ranked, _ = self.method.selection(self.pipe, task)
+            order = [c for c, _ in ranked[:1]] or [Context.universal()]
+        else:
+            order, ranked = [Context.universal()], []
+        selection = time.perf_counter() - t0
+        if allow_fallback:
+            order += [c for c, _ in ranked if c.id != order[0].id][: self.max_fallbacks]
+            if not any(c.is_universal for c in order):
+                order.append(Context.universal())
+        settings = self.pipe.planner_settings(self.planner)
+        construction = 0.0
+
+        def attempts() -> Iterator[Attempt]:
+            nonlocal construction
+            for i, context in enumerate(order):
+                say("camp_construction")
+                start = time.perf_counter()
+                if self.method is not None:
+                    camp = self.method.build(self.pipe, mdp, context)
+                else:
+                    camp = self.pipe.build_camp(mdp, context)
+                spent = time.perf_counter() - start
+                construction += spent
+                say("planning")
+                planner = make_planner(self.planner, seed=seed, **settings)
+                yield Attempt(context.id, camp, planner, spent + (selection if i == 0 else 0.0))
+
+        result = run_with_fallbacks(
+            mdp, attempts(), lam=lam, timeout_s=timeout, rng=random.Random(seed)
+        )
+        say("done")
+        used = order[min(len(result.used), len(order)) - 1] if result.used else order[0]
+        from camp_planner.domains.namo.scene_io import plan_geometry
+
+        inverse = {slot: oid for oid, slot in slot_of.items()}
+        steps, path, arm = plan_geometry(mdp, result.states, result.actions, inverse)
+        relevant, dropped, dropped_ids = self._variables(used, mdp, slot_of)
+        stages = {"selection": selection, "camp_construction": construction}
+        for key, value in result.stage_times_s.items():
+            if key not in ("setup", "prepare", "act"):
+                stages[key] = value
+        stages["planning"] = result.stage_times_s.get("prepare", 0.0) + result.stage_times_s.get(
+            "act", 0.0
+        )
+        code = ErrorCode.NONE
+        message = "reached the goal in the simulator"
+        if not result.success:
+            code = ErrorCode.TIMEOUT if result.outcome == "timeout" else ErrorCode.NO_PLAN
+            message = f"no plan reached the goal (outcome: {result.outcome})"
+        mdp.close()
+        return PlanResult(
+            success=result.success,
+            code=code,
+            message=message,
+            context=used,
+            fallbacks=result.fallbacks,
+            base_path=path,
+            arm_waypoints=arm,
+            steps=steps,
+            stage_times=stages,
+            planning_time=result.compute_time_s,
+            expected_return=result.discounted_return,
+            objective=result.objective,
+            lam=lam,
+            relevant=relevant,
+            dropped=dropped,
+            dropped_objects=dropped_ids,
+            outcome=result.outcome,
+            contexts_tried=list(result.used),
+        )
