@@ -11,7 +11,10 @@ setup(
     version="0.1.0",
     package_dir={"": "src"},
     packages=find_packages(where="src", include=["camp_planner", "camp_planner.*"]),
-    package_data={"camp_planner": ["py.typed"], "camp_planner.domains.dinner": ["*.pddl"]},
+    package_data={
+        "camp_planner": ["py.typed", "data/*.pt"],
+        "camp_planner.domains.dinner": ["*.pddl"],
+    },
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -28,6 +31,10 @@ setup(
     entry_points={
         "console_scripts": [
             "camp = camp_planner.cli:main",
+            # the node executables launch/namo.launch.py starts (installed to lib/camp_planner)
+            "camp_planner = camp_planner.ros.camp_planner_node:main",
+            "tamp_server = camp_planner.ros.tamp_server_node:main",
+            "namo_sim = camp_planner.ros.namo_sim_node:main",
         ],
     },
 )

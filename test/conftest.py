@@ -15,3 +15,27 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
 @pytest.fixture
 def artifacts(tmp_path: Path) -> Path:
     return tmp_path / "artifacts"
+
+
+TINY_NAMO = """
+domain: namo
+tasks: {train: 2, test: 10}
+contexts: {max_contexts: 3}
+csi: {tasks: 2}
+timeout_s: 20.0
+selector: {max_iterations: 200}
+"""
+
+
+@pytest.fixture(scope="session")
+def namo_tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(a tiny NAMO configuration, a selector bundle trained on it with `camp train`): the
+    real training path at a size that takes about a minute."""
+    from camp_planner.cli import main
+
+    root = tmp_path_factory.mktemp("namo_tiny")
+    config = root / "tiny.yaml"
+    config.write_text(TINY_NAMO)
+    args = ["train", "--domain", "namo", "--planner", "tamp", "--config", str(config)]
+    assert main([*args, "--workers", "1", "--artifacts", str(root / "artifacts")]) == 0
+    return config, root / "artifacts" / "namo" / "tamp" / "seed0" / "selector.pt"

@@ -41,6 +41,20 @@ def resolve_path(path: str | Path) -> Path:
     return p
 
 
+def start_node(factory: Callable[[], Node]) -> Node:
+    """Construct a node; a configuration it cannot start with (missing bundle or config file,
+    unknown domain or planner) ends the process with one clear line and status 2."""
+    from camp_planner.core.errors import CampError
+
+    try:
+        return factory()
+    except CampError as exc:
+        print(f"camp_planner: cannot start the node: {exc}", file=sys.stderr)
+        if rclpy.ok():
+            rclpy.shutdown()
+        raise SystemExit(2) from None
+
+
 def spin_nodes(nodes: Sequence[Node], threads: int = 4) -> None:
     """Spin ``nodes`` until Ctrl-C or shutdown, then tear down in an order that does not
     crash: shutdown → executor → nodes."""

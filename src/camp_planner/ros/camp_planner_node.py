@@ -228,7 +228,11 @@ class CampPlannerNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    from camp_planner.ros.bringup import spin_nodes
+    from camp_planner.ros.bringup import spin_nodes, start_node
 
     rclpy.init(args=args)
-    spin_nodes([CampPlannerNode()])
+    spin_nodes([start_node(CampPlannerNode)])
+
+
+if __name__ == "__main__":
+    main()

@@ -20,15 +20,17 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from camp_msgs.action import PlanTask
-from camp_msgs.msg import ExecutionReport, SceneObservation
+from camp_msgs.msg import ExecutionReport, Plan, SceneObservation, Status
 from camp_msgs.srv import SelectContext
 from camp_planner.ros.common import (
     EVENTS,
     EXECUTION_TOPIC,
     LATCHED,
     PLAN_ACTION,
+    PLAN_TOPIC,
     SCENE_TOPIC,
     SELECT_SERVICE,
+    STATUS_TOPIC,
 )
 
 
@@ -50,6 +52,10 @@ class CampClient:
         self._reports: list[ExecutionReport] = []
         self._report_event = threading.Condition()
         self.node.create_subscription(ExecutionReport, EXECUTION_TOPIC, self._on_report, EVENTS)
+        self.statuses: list[Status] = []
+        self.plans: list[Plan] = []
+        self.node.create_subscription(Status, STATUS_TOPIC, self.statuses.append, EVENTS)
+        self.node.create_subscription(Plan, PLAN_TOPIC, self.plans.append, LATCHED)
         self._executor = MultiThreadedExecutor(num_threads=2)
         self._executor.add_node(self.node)
         self._thread = threading.Thread(target=self._executor.spin, daemon=True)
@@ -144,6 +150,15 @@ class CampClient:
                     raise ClientError(f"no execution report within {timeout:.1f} s")
                 self._report_event.wait(left)
             return self._reports.pop(0)
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Poll ``predicate`` (e.g. on ``statuses`` or ``plans``) until true or ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.05)
+        return predicate()
 
     def close(self) -> None:
         if self._owns_context and rclpy.ok():

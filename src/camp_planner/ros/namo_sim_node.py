@@ -8,7 +8,6 @@ whether the goal was reached and the scene afterwards; optionally renders each e
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +15,11 @@ import rclpy
 from rclpy.node import Node
 
 from camp_msgs.msg import ExecutionReport, Plan, SceneObservation
-from camp_planner.domains.namo.mdp import NONE, NamoMDP
-from camp_planner.domains.namo.scene_io import scene_from_task
+from camp_planner.domains.namo.mdp import NamoMDP
+from camp_planner.domains.namo.scene_io import execute_steps, scene_from_task
 from camp_planner.ros.common import EVENTS, EXECUTION_TOPIC, LATCHED, PLAN_TOPIC, SCENE_TOPIC
 from camp_planner.ros.convert import plan_steps, scene_to_msg
 from camp_planner.workflow import Pipeline
-
-POSITION_TOLERANCE = 0.02  # metres between a move's target and where the base stopped
-YAW_TOLERANCE = 0.05
 
 
 class NamoSimNode(Node):
@@ -61,45 +57,9 @@ class NamoSimNode(Node):
 
     def execute(self, plan: Plan) -> tuple[int, str]:
         """Run ``plan`` from the initial state; (steps executed, why it stopped or "")."""
-        self.state = self.mdp.initial_state()
-        self.trace = [self.state]
-        steps = plan_steps(plan)
-        for i, (action, objects, target) in enumerate(steps):
-            state = self.state
-            if action == "move":
-                nxt = self.mdp.step(state, ("move", target, NONE))
-                pose = nxt[0]
-                assert isinstance(pose, tuple)
-                off = math.hypot(pose[0] - target[0], pose[1] - target[1])
-                dyaw = abs((pose[2] - target[2] + math.pi) % (2 * math.pi) - math.pi)
-                if off > POSITION_TOLERANCE or dyaw > YAW_TOLERANCE:
-                    self._advance(nxt)
-                    return i, (
-                        f"step {i}: the base was blocked {off:.2f} m short of "
-                        f"({target[0]:.2f}, {target[1]:.2f})"
-                    )
-            elif action == "pick":
-                if len(objects) != 1:
-                    return i, f"step {i}: a pick names {len(objects)} objects"
-                nxt = self.mdp.step(state, ("pick", None, objects[0]))
-                if nxt[2] != objects[0]:
-                    return i, f"step {i}: could not pick '{objects[0]}'"
-            elif action == "place":
-                nxt = self.mdp.step(state, ("place", (target[0], target[1]), NONE))
-                if nxt[2] != NONE:
-                    return (
-                        i,
-                        f"step {i}: could not put the box down at "
-                        f"({target[0]:.2f}, {target[1]:.2f})",
-                    )
-            else:
-                return i, f"step {i}: unknown action '{action}'"
-            self._advance(nxt)
-        return len(steps), ""
-
-    def _advance(self, state: Any) -> None:
-        self.state = state
-        self.trace.append(state)
+        self.trace, done, why = execute_steps(self.mdp, plan_steps(plan))
+        self.state = self.trace[-1]
+        return done, why
 
     def _on_plan(self, plan: Plan) -> None:
         try:
@@ -168,7 +128,11 @@ def _pose(value: Any) -> tuple[float, float, float]:
 
 
 def main(args: list[str] | None = None) -> None:
-    from camp_planner.ros.bringup import spin_nodes
+    from camp_planner.ros.bringup import spin_nodes, start_node
 
     rclpy.init(args=args)
-    spin_nodes([NamoSimNode()])
+    spin_nodes([start_node(NamoSimNode)])
+
+
+if __name__ == "__main__":
+    main()

@@ -109,7 +109,11 @@ class TampServerNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    from camp_planner.ros.bringup import spin_nodes
+    from camp_planner.ros.bringup import spin_nodes, start_node
 
     rclpy.init(args=args)
-    spin_nodes([TampServerNode()])
+    spin_nodes([start_node(TampServerNode)])
+
+
+if __name__ == "__main__":
+    main()

@@ -257,3 +257,53 @@ def plan_geometry(
                 PlanStepData(op, objects, "manipulation", (xy[0], xy[1], base[2]), len(path) - 1)
             )
     return steps, path, arm
+
+
+POSITION_TOLERANCE = 0.02  # metres between a move's target and where the base stopped
+YAW_TOLERANCE = 0.05  # radians
+
+
+def execute_steps(
+    mdp: NamoMDP, steps: Sequence[tuple[str, list[str], Pose2]]
+) -> tuple[list[State], int, str]:
+    """Execute (action, object ids, target) steps from ``mdp``'s initial state in its
+    simulator, as a robot would: a move drives straight and stops at the first collision
+    with any wall or box. Returns (states visited, steps done, why it stopped early or "")."""
+    state = mdp.initial_state()
+    trace = [state]
+    for i, (action, objects, target) in enumerate(steps):
+        if action == "move":
+            nxt = mdp.step(state, ("move", target, NONE))
+            pose = nxt[0]
+            assert isinstance(pose, tuple)
+            off = math.hypot(float(pose[0]) - target[0], float(pose[1]) - target[1])
+            dyaw = abs((float(pose[2]) - target[2] + math.pi) % (2 * math.pi) - math.pi)
+            if off > POSITION_TOLERANCE or dyaw > YAW_TOLERANCE:
+                trace.append(nxt)
+                return (
+                    trace,
+                    i,
+                    (
+                        f"step {i}: the base was blocked {off:.2f} m short of "
+                        f"({target[0]:.2f}, {target[1]:.2f})"
+                    ),
+                )
+        elif action == "pick":
+            if len(objects) != 1:
+                return trace, i, f"step {i}: a pick names {len(objects)} objects"
+            nxt = mdp.step(state, ("pick", None, objects[0]))
+            if nxt[2] != objects[0]:
+                return trace, i, f"step {i}: could not pick '{objects[0]}'"
+        elif action == "place":
+            nxt = mdp.step(state, ("place", (target[0], target[1]), NONE))
+            if nxt[2] != NONE:
+                return (
+                    trace,
+                    i,
+                    (f"step {i}: could not put the box down at ({target[0]:.2f}, {target[1]:.2f})"),
+                )
+        else:
+            return trace, i, f"step {i}: unknown action '{action}'"
+        state = nxt
+        trace.append(state)
+    return trace, len(steps), ""

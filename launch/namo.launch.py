@@ -1,0 +1,45 @@
+"""Launch the NAMO system: camp_planner, tamp_server and namo_sim with one parameter file.
+
+    ros2 launch camp_planner namo.launch.py
+    ros2 launch camp_planner namo.launch.py params_file:=/path/to/namo.yaml
+
+Without the launch system (e.g. ROS 2 from PyPI wheels), `camp bringup namo --processes
+--params config/namo.yaml` starts the same executables with the same file.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from launch import LaunchDescription
+
+NODES = ("tamp_server", "camp_planner", "namo_sim")
+
+
+def generate_launch_description() -> LaunchDescription:
+    share = get_package_share_directory("camp_planner")
+    params = LaunchConfiguration("params_file")
+    actions = [
+        DeclareLaunchArgument(
+            "params_file",
+            default_value=os.path.join(share, "config", "namo.yaml"),
+            description="ROS 2 parameter file with a ros__parameters block per node",
+        )
+    ]
+    for name in NODES:
+        actions.append(
+            Node(
+                package="camp_planner",
+                executable=name,
+                name=name,
+                parameters=[params],
+                output="screen",
+                emulate_tty=True,
+            )
+        )
+    return LaunchDescription(actions)
