@@ -52,3 +52,17 @@ def test_select_context_round_trip_on_loopback() -> None:
         node.destroy_node()
     finally:
         rclpy.shutdown()
+
+
+def test_error_codes_match_the_interfaces() -> None:
+    from camp_msgs.action import PlanTask
+    from camp_msgs.srv import SelectContext
+    from camp_planner.service.errors import ErrorCode
+
+    for code in ErrorCode:
+        assert getattr(PlanTask.Result, f"ERROR_{code.name}") == code.value
+        if hasattr(SelectContext.Response, f"ERROR_{code.name}"):
+            assert getattr(SelectContext.Response, f"ERROR_{code.name}") == code.value
+    for name in dir(SelectContext.Response):
+        if name.startswith("ERROR_"):
+            assert ErrorCode[name[len("ERROR_") :]].value == getattr(SelectContext.Response, name)

@@ -79,7 +79,8 @@ class TampServerNode(Node):
         attempts = 4 if goal.allow_fallback else 1
         result = self.worker.run(
             request,
-            cancelled=lambda: bool(handle.is_cancel_requested),
+            # A shutdown (Ctrl-C, SIGINT from launch) stops the goal too, so the node exits.
+            cancelled=lambda: bool(handle.is_cancel_requested) or not self.context.ok(),
             limit_s=attempts * timeout + self.grace,
             progress=feedback,
         )

@@ -1,0 +1,75 @@
+"""The launch file, the parameter file and the node executables agree, and `camp bringup`
+runs the three nodes composed in one process end to end (what `make demo` does)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from camp_planner.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_launch_file_starts_every_node_of_the_parameter_file() -> None:
+    launch = ROOT / "launch" / "namo.launch.py"
+    tree = ast.parse(launch.read_text())
+    funcs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert "generate_launch_description" in funcs
+    nodes = next(
+        n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and n.targets[0].id == "NODES"  # type: ignore[attr-defined]
+    )
+    names = {e.value for e in nodes.elts}  # type: ignore[attr-defined]
+    params = yaml.safe_load((ROOT / "config" / "namo.yaml").read_text())
+    assert names == set(params)
+    assert all("ros__parameters" in block for block in params.values())
+    scripts = set(
+        re.findall(r'"(\w+) = camp_planner\.ros\.\w+:main"', (ROOT / "setup.py").read_text())
+    )
+    assert names <= scripts
+    assert "params_file" in launch.read_text()
+
+
+def test_bad_parameter_files_get_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("camp_planner: {domain: namo}\n")
+    assert main(["bringup", "namo", "--params", str(bad), "--once"]) == 2
+    assert "ros__parameters" in capsys.readouterr().err
+    assert main(["bringup", "namo", "--params", str(tmp_path / "none.yaml"), "--once"]) == 2
+    assert "no parameter file" in capsys.readouterr().err
+
+
+@pytest.mark.ros
+@pytest.mark.pybullet
+@pytest.mark.fast_downward
+@pytest.mark.slow
+def test_bringup_once_runs_the_composed_system_to_the_goal(
+    namo_tiny: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, bundle = namo_tiny
+    params = yaml.safe_load((ROOT / "config" / "namo.yaml").read_text())
+    for block in params.values():
+        p = block["ros__parameters"]
+        p["config_file"] = str(config)
+        if "selector_bundle" in p:
+            p["selector_bundle"] = str(bundle)
+            p["artifacts"] = str(tmp_path / "artifacts")
+    params["namo_sim"]["ros__parameters"]["render_dir"] = str(tmp_path / "renders")
+    path = tmp_path / "namo.yaml"
+    path.write_text(yaml.safe_dump(params))
+    assert (
+        main(["bringup", "namo", "--params", str(path), "--once", "--task", "4", "--wait", "300"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "goal reached: True" in out and "[bringup] context:" in out
+    assert "task_planning" in out and "dropped objects" in out
+    assert list((tmp_path / "renders").glob("namo_execution_*.png"))

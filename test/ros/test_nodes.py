@@ -1,0 +1,161 @@
+"""The NAMO nodes over ROS, each in its own process (as `ros2 launch` starts them), on this
+test run's own ROS_DOMAIN_ID with loopback-only discovery: scene in → context, plan and
+trajectories out → the simulator executes to the goal; /select_context answers; malformed
+inputs get named errors and every node keeps serving; cancel and busy goals."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.ros, pytest.mark.pybullet, pytest.mark.fast_downward, pytest.mark.slow]
+
+EASY_TASK = 4  # pure TAMP solves it in a few seconds
+HARD_TASK = 3  # pure TAMP needs more than 10 s
+
+
+@pytest.fixture(scope="module")
+def system(namo_tiny: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    assert os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+    from camp_planner.ros.bringup import start_processes, stop_processes
+    from camp_planner.ros.client import CampClient
+
+    config, bundle = namo_tiny
+    root = tmp_path_factory.mktemp("ros")
+    params = root / "params.yaml"
+    common = f"domain: namo\n    config_file: {config}\n    selector_bundle: {bundle}\n"
+    common += f"    artifacts: {root / 'artifacts'}\n    planner: tamp\n"
+    params.write_text(
+        f"camp_planner:\n  ros__parameters:\n    {common}    timeout_s: 30.0\n"
+        f"tamp_server:\n  ros__parameters:\n    {common}    timeout_grace_s: 5.0\n"
+        f"namo_sim:\n  ros__parameters:\n    config_file: {config}\n    task_index: {EASY_TASK}\n"
+        f"    render_dir: {root / 'renders'}\n"
+    )
+    procs = start_processes(params)
+    client = CampClient("test_client")
+    client.root = root  # type: ignore[attr-defined]
+    try:
+        yield client
+    finally:
+        client.close()
+        stop_processes(procs)
+        codes = [p.returncode for p in procs]
+        assert all(c in (0, -2, 130) for c in codes), f"a node did not shut down cleanly: {codes}"
+
+
+def _scene(namo_tiny: tuple[Path, Path], index: int) -> Any:
+    from camp_planner.domains.namo.scene_io import scene_from_task
+    from camp_planner.ros.convert import scene_to_msg
+    from camp_planner.workflow import Pipeline
+
+    pipe = Pipeline.create("namo", namo_tiny[0], Path("artifacts"))
+    return scene_to_msg(scene_from_task(pipe.task("test", index)))
+
+
+def test_scene_in_plan_out_and_the_simulator_reaches_the_goal(system: Any) -> None:
+    report = system.wait_for_execution(240.0)
+    assert report.goal_reached, report.message
+    assert report.steps_executed == report.steps_total > 0
+    assert system.wait_for(lambda: system.plans, 10.0)
+    plan = system.plans[-1]
+    assert plan.context.id and plan.base_path.poses and plan.steps
+    assert plan.base_path.header.frame_id == "map"
+    assert plan.arm_trajectory.joint_names[0] == "panda_joint1"
+    assert len(plan.arm_trajectory.points) == sum(s.action in ("pick", "place") for s in plan.steps)
+    stages = {s.stage for s in plan.stage_times}
+    assert {"selection", "camp_construction", "task_planning", "motion_planning"} <= stages
+    assert plan.expected_return == 1000.0
+    assert set(plan.dropped_variables).isdisjoint(plan.relevant_variables)
+    assert list((system.root / "renders").glob("*.png"))
+
+
+def test_select_context_answers(system: Any, namo_tiny: tuple[Path, Path]) -> None:
+    r = system.select_context(_scene(namo_tiny, EASY_TASK))
+    assert r.success and r.error_code == 0, r.error_message
+    assert r.context.id == r.alternatives[0].id
+    assert r.probability == pytest.approx(r.alternative_probabilities[0])
+    assert r.relevant_variables
+    assert r.selector_latency.sec == 0 and r.selector_latency.nanosec > 0
+
+
+def test_malformed_requests_get_named_errors_and_nodes_keep_serving(
+    system: Any, namo_tiny: tuple[Path, Path]
+) -> None:
+    from camp_msgs.srv import SelectContext
+
+    E = SelectContext.Response  # noqa: N806 (reads like the ROS constants it names)
+    good = _scene(namo_tiny, EASY_TASK)
+
+    def broken(change: Any) -> Any:
+        scene = _scene(namo_tiny, EASY_TASK)
+        change(scene)
+        return scene
+
+    def nan_pose(s: Any) -> None:
+        s.robot_pose.position.x = math.nan
+
+    def no_goal(s: Any) -> None:
+        s.goal_object_id = ""
+
+    def unknown_goal(s: Any) -> None:
+        s.goal_object_id = "mug"
+
+    def empty(s: Any) -> None:
+        s.objects = []
+
+    def unreachable(s: Any) -> None:
+        next(o for o in s.objects if o.id == "goal").pose.position.x = 50.0
+
+    cases = [
+        (broken(nan_pose), (), E.ERROR_INVALID_SCENE),
+        (broken(no_goal), (), E.ERROR_MISSING_GOAL),
+        (broken(unknown_goal), (), E.ERROR_UNKNOWN_OBJECT),
+        (broken(empty), (), E.ERROR_EMPTY_SCENE),
+        (broken(unreachable), (), E.ERROR_UNREACHABLE_GOAL),
+        (None, (1.0, 2.0, 3.0), E.ERROR_WRONG_FEATURE_LENGTH),
+        (None, (), E.ERROR_EMPTY_SCENE),
+    ]
+    for scene, features, code in cases:
+        r = system.select_context(scene, features)
+        assert not r.success and r.error_code == code and r.error_message
+    # A malformed scene on /scene: an error status, and the planner keeps serving.
+    system.publish_scene(broken(nan_pose))
+    assert system.wait_for(
+        lambda: any(
+            s.stage == "scene" and s.error_code == E.ERROR_INVALID_SCENE for s in system.statuses
+        ),
+        20.0,
+    )
+    # A malformed goal gets its error promptly from the action server.
+    result = system.plan(broken(unreachable), timeout=10.0)
+    assert not result.success and result.error_code == E.ERROR_UNREACHABLE_GOAL
+    result = system.plan(good, context_id="no-such-context", timeout=10.0)
+    assert not result.success and result.error_message.startswith("unknown context")
+    assert system.select_context(good).success
+
+
+def test_cancel_returns_promptly_and_a_second_goal_is_refused_not_interleaved(
+    system: Any, namo_tiny: tuple[Path, Path]
+) -> None:
+    from camp_msgs.action import PlanTask
+
+    hard = _scene(namo_tiny, HARD_TASK)
+    first = system.send_plan_goal(hard, context_id="universal", allow_fallback=False, timeout=60.0)
+    time.sleep(1.5)
+    second = system.send_plan_goal(hard, context_id="universal", allow_fallback=False, timeout=60.0)
+    busy = system.result(second, 30.0)
+    assert busy.error_code == PlanTask.Result.ERROR_BUSY and "another goal" in busy.error_message
+    t0 = time.monotonic()
+    system.cancel(first)
+    cancelled = system.result(first, 30.0)
+    assert cancelled.error_code == PlanTask.Result.ERROR_CANCELED
+    assert time.monotonic() - t0 < 10.0
+    # The server takes the next goal (its worker restarted).
+    result = system.plan(_scene(namo_tiny, EASY_TASK), context_id="universal", timeout=60.0)
+    assert result.success, result.error_message
