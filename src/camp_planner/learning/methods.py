@@ -112,6 +112,9 @@ class CampMethod(Method):
         self.ablation = ablation
         self.max_fallbacks = max_fallbacks
         self.name = "camp_ablation" if ablation else "camp"
+        # A context's relevant set depends only on its CSIs and the reward variables, so a
+        # service answering many scenes computes it once per context.
+        self._relevant: dict[tuple[str, frozenset[str]], frozenset[str]] = {}
         # torch's first forward passes cost tens of milliseconds (allocator and kernel
         # set-up); a deployed selector pays that once at start-up, not in a task's budget.
         selector = bundle.selector
@@ -145,7 +148,9 @@ class CampMethod(Method):
             csis = self.bundle.csis.get(context.id)
             if csis is None:
                 raise CampError(f"the bundle has no CSIs for context {context.name}")
-            relevant = relevant_from_csis(csis, mdp.reward_vars)
+            key = (context.id, frozenset(mdp.reward_vars))
+            relevant = self._relevant.get(key) or relevant_from_csis(csis, mdp.reward_vars)
+            self._relevant[key] = relevant
         return CAMP.build(mdp, context, relevant, sink)
 
     def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:

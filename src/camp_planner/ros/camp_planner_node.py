@@ -98,7 +98,7 @@ class CampPlannerNode(Node):
             scene = None
             if request.scene.objects or not request.task_features:
                 scene = scene_from_msg(request.scene)
-            features = list(request.task_features) or None
+            features = request.task_features if len(request.task_features) else None
             result = self.service.select(scene, features)
             return selection_to_response(result, response)
         except ServiceError as exc:
@@ -231,7 +231,7 @@ def main(args: list[str] | None = None) -> None:
     from camp_planner.ros.bringup import spin_nodes, start_node
 
     rclpy.init(args=args)
-    spin_nodes([start_node(CampPlannerNode)])
+    spin_nodes([start_node(CampPlannerNode)], kind="single")
 
 
 if __name__ == "__main__":

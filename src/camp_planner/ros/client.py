@@ -9,6 +9,7 @@ client.close()
 
 from __future__ import annotations
 
+import array
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -16,7 +17,6 @@ from typing import Any
 
 import rclpy
 from rclpy.action import ActionClient
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from camp_msgs.action import PlanTask
@@ -56,9 +56,11 @@ class CampClient:
         self.plans: list[Plan] = []
         self.node.create_subscription(Status, STATUS_TOPIC, self.statuses.append, EVENTS)
         self.node.create_subscription(Plan, PLAN_TOPIC, self.plans.append, LATCHED)
-        self._executor = MultiThreadedExecutor(num_threads=2)
+        from camp_planner.ros.bringup import make_executor, spin_executor
+
+        self._executor = make_executor("single")
         self._executor.add_node(self.node)
-        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
+        self._thread = threading.Thread(target=spin_executor, args=(self._executor,), daemon=True)
         self._thread.start()
         self._goal: Any = None
 
@@ -87,7 +89,7 @@ class CampClient:
         request = SelectContext.Request()
         if scene is not None:
             request.scene = scene
-        request.task_features = [float(v) for v in features]
+        request.task_features = array.array("d", features)  # the fast path of rosidl
         return self._wait(self._select.call_async(request), timeout, f"/{SELECT_SERVICE}")
 
     def plan(

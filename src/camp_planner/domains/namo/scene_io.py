@@ -10,6 +10,7 @@ refused with a named error rather than silently ignored (an ignored obstacle is 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable, Sequence
 
@@ -93,8 +94,12 @@ def _rect(obj: SceneObject) -> Rect:
     return (x - sx / 2, y - sy / 2, x + sx / 2, y + sy / 2)
 
 
-def _doors(walls: list[Rect], st: NamoSettings) -> tuple[Door, ...]:
-    """Doorways: gaps at least half a door wide in the wall between two adjacent rooms."""
+@functools.lru_cache(maxsize=64)
+def _doors(walls: tuple[Rect, ...], st: NamoSettings) -> tuple[Door, ...]:
+    """Doorways: gaps at least half a door wide in the wall between two adjacent rooms.
+
+    Cached: a robot sees the same walls in scene after scene, and this is a third of the
+    cost of turning a scene into a task."""
     s, t = st.room_size, st.wall_thickness
     doors: list[Door] = []
     for a in range(N_ROOMS):
@@ -142,7 +147,7 @@ def task_from_scene(
     walls = [_rect(o) for o in scene.objects if o.object_class == WALL]
     if not walls:
         raise ServiceError(ErrorCode.INVALID_SCENE, "the scene has no walls: the map is missing")
-    skeleton = NamoTask(task_id, 0, _doors(walls, st), (), (rx, ry, ryaw), (0.0, 0.0), st)
+    skeleton = NamoTask(task_id, 0, _doors(tuple(walls), st), (), (rx, ry, ryaw), (0.0, 0.0), st)
     if skeleton.room_of(rx, ry) != START_ROOM:
         raise ServiceError(
             ErrorCode.INVALID_SCENE,
