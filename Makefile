@@ -38,8 +38,10 @@ $(STAMPS)/package: setup.py setup.cfg package.xml $(STAMPS)/requirements
 	$(PIP) install --quiet --no-deps --no-build-isolation -e .
 	@touch $@
 
+# NAMO over ROS 2 end to end (own ROS_DOMAIN_ID, loopback discovery); `camp demo` is the
+# gridworld side-by-side.
 demo: setup
-	$(VENV)/bin/camp demo
+	$(VENV)/bin/camp bringup namo --once
 
 lint: setup
 	$(VENV)/bin/ruff check .

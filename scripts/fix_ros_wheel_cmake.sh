@@ -11,6 +11,7 @@ if [ ! -f "$pyinc/Python.h" ]; then
   echo "error: Python headers not found at $pyinc (install python3-dev for your Python)" >&2
   exit 1
 fi
-grep -rlE --include='*.cmake' '/opt/python/cp3[0-9]+-cp3[0-9]+' "$venv/share" 2>/dev/null | xargs -r sed -i -E \
+# grep exits 1 when a previous run already rewrote everything: that is success here.
+{ grep -rlE --include='*.cmake' '/opt/python/cp3[0-9]+-cp3[0-9]+' "$venv/share" 2>/dev/null || true; } | xargs -r sed -i -E \
   -e "s#/opt/python/cp3[0-9]+-cp3[0-9]+/include/python3\.[0-9]+#$pyinc#g" \
   -e "s#/opt/python/cp3[0-9]+-cp3[0-9]+/lib/python3\.[0-9]+/site-packages/numpy/_core/include#$npinc#g"
