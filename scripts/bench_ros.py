@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     from camp_planner.ros.bringup import resolve_path, start_processes, stop_processes
     from camp_planner.ros.client import CampClient
     from camp_planner.ros.convert import scene_to_msg
+    from camp_planner.ros.profiling import select_cost_breakdown
     from camp_planner.workflow import Pipeline
 
     params = yaml.safe_load(resolve_path(args.params).read_text())
@@ -63,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks = [pipe.task("test", i) for i in range(n_scenes)]
         scenes = [scene_to_msg(scene_from_task(t)) for t in tasks]
         features = [[float(v) for v in pipe.domain.features(t).ravel()] for t in tasks]
+        breakdown = select_cost_breakdown(planner, scenes, features)
         t_start = time.perf_counter()
         procs = start_processes(path, ["tamp_server", "camp_planner"])
         client = CampClient("bench_client")
@@ -72,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
             client.close()
             stop_processes(procs)
         wall = time.perf_counter() - t_start
+    rows["in_process_ms"] = breakdown
+    print(
+        "in-process cost of the steps of one /select_context call (median ms): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in breakdown.items())
+    )
     rtt, sel, feat = rows["select_rtt_ms"], rows["selector_ms"], rows["select_features_rtt_ms"]
     n_obj = len(scenes[0].objects)
     print(
