@@ -23,8 +23,6 @@ from trajectory_msgs.msg import JointTrajectory
 from camp_msgs.action import PlanTask
 from camp_msgs.msg import Context as ContextMsg
 from camp_msgs.msg import Plan, SceneObservation, Status
-from camp_msgs.srv import SelectContext
-from camp_planner.core.errors import CampError
 from camp_planner.ros.common import (
     ARM_TRAJECTORY_TOPIC,
     BASE_PATH_TOPIC,
@@ -38,7 +36,8 @@ from camp_planner.ros.common import (
     STATUS_TOPIC,
     declare_service_params,
 )
-from camp_planner.ros.convert import context_to_msg, scene_from_msg, selection_to_response
+from camp_planner.ros.convert import context_to_msg, scene_from_msg
+from camp_planner.ros.selection_node import SelectionNode
 from camp_planner.service.errors import ErrorCode, ServiceError
 from camp_planner.service.planning import CampService
 
@@ -58,9 +57,13 @@ class CampPlannerNode(Node):
                 f"no context selector ({self.service.bundle_error}); planning under the "
                 "universal context"
             )
-        services = ReentrantCallbackGroup()
-        self.create_service(SelectContext, SELECT_SERVICE, self._select, callback_group=services)
-        self.plans = ActionClient(self, PlanTask, PLAN_ACTION, callback_group=services)
+        # /select_context is answered by a lean companion node on its own executor thread
+        # (see selection_node.py: about 1.5 ms less per call than serving it from here).
+        self.selection = SelectionNode(self.service, f"{self.get_name()}_selection", self.context)
+        self.selection.start()
+        self.plans = ActionClient(
+            self, PlanTask, PLAN_ACTION, callback_group=ReentrantCallbackGroup()
+        )
         self.pub_context = self.create_publisher(ContextMsg, CONTEXT_TOPIC, LATCHED)
         self.pub_plan = self.create_publisher(Plan, PLAN_TOPIC, LATCHED)
         self.pub_path = self.create_publisher(PathMsg, BASE_PATH_TOPIC, LATCHED)
@@ -91,29 +94,6 @@ class CampPlannerNode(Node):
         (log.error if level == Status.LEVEL_ERROR else log.warning if level else log.info)(
             f"[{stage}] {message}"
         )
-
-    # --- /select_context ------------------------------------------------------------------------
-    def _select(self, request: Any, response: Any) -> Any:
-        try:
-            scene = None
-            if request.scene.objects or not request.task_features:
-                scene = scene_from_msg(request.scene)
-            features = request.task_features if len(request.task_features) else None
-            result = self.service.select(scene, features)
-            return selection_to_response(result, response)
-        except ServiceError as exc:
-            response.success, response.error_code, response.error_message = (
-                False,
-                int(exc.code),
-                exc.message,
-            )
-        except CampError as exc:
-            response.success, response.error_code = False, int(ErrorCode.INTERNAL)
-            response.error_message = str(exc)
-        except Exception as exc:  # a bug must not take the service down
-            response.success, response.error_code = False, int(ErrorCode.INTERNAL)
-            response.error_message = f"{exc.__class__.__name__}: {exc}"
-        return response
 
     # --- scenes → plans ---------------------------------------------------------------------
     def _on_scene(self, msg: SceneObservation) -> None:
@@ -224,6 +204,7 @@ class CampPlannerNode(Node):
             self._stop = True
             self._wake.notify()
         self._thread.join(2.0)
+        self.selection.destroy_node()
         super().destroy_node()
 
 
