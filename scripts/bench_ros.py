@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -67,11 +68,19 @@ def main(argv: list[str] | None = None) -> int:
         breakdown = select_cost_breakdown(planner, scenes, features)
         t_start = time.perf_counter()
         procs = start_processes(path, ["tamp_server", "camp_planner"])
+        floor_server = subprocess.Popen(
+            [sys.executable, "-m", "camp_planner.ros.profiling", FLOOR_SERVICE]
+        )
         client = CampClient("bench_client")
+        floor = CampClient("bench_floor_client", select_service=FLOOR_SERVICE)
         try:
             rows = _run(client, scenes, features, args)
+            rows.update(_floor(floor, scenes, features, args.calls))
         finally:
+            floor.close()
             client.close()
+            floor_server.terminate()
+            floor_server.wait(10)
             stop_processes(procs)
         wall = time.perf_counter() - t_start
     rows["in_process_ms"] = breakdown
@@ -86,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         f"p50 {_percentile(rtt, 0.5):.2f} ms, p99 {_percentile(rtt, 0.99):.2f} ms; "
         f"selector alone p50 {_percentile(sel, 0.5):.2f} ms\n"
         f"/select_context, {len(feat)} calls with task features only: round trip "
-        f"p50 {_percentile(feat, 0.5):.2f} ms, p99 {_percentile(feat, 0.99):.2f} ms"
+        f"p50 {_percentile(feat, 0.5):.2f} ms, p99 {_percentile(feat, 0.99):.2f} ms\n"
+        "floor: the same requests answered by a server that does nothing, round trip p50 "
+        f"{_percentile(rows['floor_scene_rtt_ms'], 0.5):.2f} ms (scene), "
+        f"{_percentile(rows['floor_features_rtt_ms'], 0.5):.2f} ms (features)"
     )
     plans = rows["plans"]
     if plans:
@@ -113,6 +125,27 @@ def main(argv: list[str] | None = None) -> int:
         meta = {"command": "python scripts/bench_ros.py " + " ".join(sys.argv[1:]), "wall_s": wall}
         args.json.write_text(json.dumps({**meta, **rows}, indent=1))
     return 0
+
+
+FLOOR_SERVICE = "select_context_floor"
+
+
+def _floor(
+    client: Any, scenes: list[Any], features: list[list[float]], calls: int
+) -> dict[str, list[float]]:
+    """Round trips against camp_planner.ros.profiling's do-nothing server: what rclpy and
+    DDS cost for these requests before any planning code runs."""
+    client.select_context(scenes[0], timeout=60.0)
+    out: dict[str, list[float]] = {"floor_scene_rtt_ms": [], "floor_features_rtt_ms": []}
+    for k in range(calls):
+        t0 = time.perf_counter()
+        client.select_context(scenes[k % len(scenes)], timeout=10.0)
+        out["floor_scene_rtt_ms"].append((time.perf_counter() - t0) * 1e3)
+    for k in range(calls):
+        t0 = time.perf_counter()
+        client.select_context(features=features[k % len(features)], timeout=10.0)
+        out["floor_features_rtt_ms"].append((time.perf_counter() - t0) * 1e3)
+    return out
 
 
 def _run(

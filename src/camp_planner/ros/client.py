@@ -41,7 +41,7 @@ class ClientError(RuntimeError):
 class CampClient:
     """A node of its own, spun in a background thread; every call blocks until answered."""
 
-    def __init__(self, name: str = "camp_client") -> None:
+    def __init__(self, name: str = "camp_client", select_service: str = SELECT_SERVICE) -> None:
         self._owns_context = not rclpy.ok()
         if self._owns_context:
             rclpy.init()
@@ -50,7 +50,8 @@ class CampClient:
         # /select_context is called from the caller's thread on a node and executor of its
         # own: no hand-off to the spinning thread, about 1 ms less per call.
         self._select_node = Node(f"{name}_select", start_parameter_services=False)
-        self._select = self._select_node.create_client(SelectContext, SELECT_SERVICE)
+        self._select = self._select_node.create_client(SelectContext, select_service)
+        self._select_name = select_service
         self._select_lock = threading.Lock()
         from rclpy.executors import SingleThreadedExecutor
 
@@ -94,7 +95,7 @@ class CampClient:
     ) -> Any:
         """Call ``/select_context``; returns the response (check ``success``)."""
         if not self._select.wait_for_service(timeout_sec=timeout):
-            raise ClientError(f"no /{SELECT_SERVICE} service")
+            raise ClientError(f"no /{self._select_name} service")
         request = SelectContext.Request()
         if scene is not None:
             request.scene = scene
@@ -104,7 +105,7 @@ class CampClient:
             self._select_executor.spin_until_future_complete(future, timeout_sec=timeout)
             if not future.done():
                 self._select.remove_pending_request(future)
-                raise ClientError(f"/{SELECT_SERVICE} did not answer within {timeout:.1f} s")
+                raise ClientError(f"/{self._select_name} did not answer within {timeout:.1f} s")
             return future.result()
 
     def plan(

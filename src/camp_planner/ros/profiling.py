@@ -88,3 +88,31 @@ def select_cost_breakdown(
             lambda k: deserialize_message(f_answer, SelectContext.Response)
         ),
     }
+
+
+def serve_noop(service_name: str) -> None:
+    """Serve ``SelectContext`` on ``service_name`` answering ``success`` without doing
+    anything: the floor of a round trip through rclpy and DDS for a given request."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+
+    from camp_msgs.srv import SelectContext
+    from camp_planner.ros.bringup import spin_executor
+
+    def answer(request: Any, response: Any) -> Any:
+        response.success = True
+        return response
+
+    rclpy.init()
+    node = Node("select_context_floor", start_parameter_services=False)
+    node.create_service(SelectContext, service_name, answer)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spin_executor(executor)
+
+
+if __name__ == "__main__":
+    import sys
+
+    serve_noop(sys.argv[1] if len(sys.argv) > 1 else "select_context_floor")
