@@ -55,3 +55,32 @@ def test_clients_are_independent() -> None:
         box = TASK.boxes[0]
         assert box.name in full.collisions((box.x, box.y, 0.0))
         assert empty.collisions((box.x, box.y, 0.0)) == set()
+
+
+def test_the_lazy_query_agrees_with_the_full_check_everywhere() -> None:
+    """collisions_at (which moves the robot only when something is near) reports exactly
+    what collisions reports, at random poses, with margins, ignored boxes, zones and a held
+    box, whatever order the queries come in."""
+    import random
+
+    rng = random.Random(7)
+    size = TASK.settings.world_size
+    ignore = frozenset(b.name for b in TASK.boxes[:5])
+    with direct_client() as lazy_client, direct_client() as full_client:
+        lazy, full = NamoScene(TASK, lazy_client), NamoScene(TASK, full_client)
+        for scene in (lazy, full):
+            scene.set_zones([(6.0, 0.0, 9.0, 3.0)])
+        nonempty = 0
+        for k in range(1500):
+            if k == 750:  # carry a box for the second half
+                box = TASK.boxes[0]
+                for scene in (lazy, full):
+                    scene.set_base((box.x - 0.5, box.y, 0.0))
+                    scene.grasp(box.name)
+            pose = (rng.uniform(0, size), rng.uniform(0, size), rng.uniform(-3.2, 3.2))
+            margin = rng.choice((0.0, 0.05))
+            skip = ignore if k % 3 == 0 else frozenset()
+            expected = full.collisions(pose, margin, skip)
+            assert lazy.collisions_at(pose, margin, skip) == expected, (k, pose, margin)
+            nonempty += bool(expected)
+        assert 100 < nonempty < 1400  # both free and colliding poses were exercised

@@ -205,7 +205,7 @@ class NamoTampInterface:
         def check(x: float, y: float, yaw: float) -> bool:
             near_start = abs(x - start[0]) + abs(y - start[1]) + abs(yaw - start[2]) < 1e-6
             margin = 0.0 if near_start else PLAN_MARGIN
-            return not scene.collisions((x, y, yaw), margin, passable if ignore_boxes else ())
+            return not scene.collisions_at((x, y, yaw), margin, passable if ignore_boxes else ())
 
         return check
 
@@ -418,7 +418,7 @@ class NamoTampInterface:
     def _first_hit(self, path: list[Pose2D], box: str) -> int:
         scene = self._scene()
         for i, pose in enumerate(path):
-            if box in scene.collisions(pose):
+            if box in scene.collisions_at(pose):
                 return i
         return len(path)
 
@@ -428,7 +428,7 @@ class NamoTampInterface:
         before = scene.checks
         hits: dict[str, None] = {}
         for pose in path:
-            for name in sorted(scene.collisions(pose) & _SLOTS):
+            for name in sorted(scene.collisions_at(pose) & _SLOTS):
                 hits.setdefault(name, None)
         self.checks += scene.checks - before
         self.order = list(hits)
