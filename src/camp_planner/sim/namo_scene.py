@@ -98,6 +98,14 @@ class NamoScene:
         self._names.update({w: "wall" for w in self.walls})
         self._names[self.goal] = "goal"
         self._robot = {self.base, self.arm}
+        # Floor rectangles of the bodies that never move (walls, goal, keep-out zones), for
+        # the exact disc test in :meth:`_near`.
+        self._static_rects: dict[int, tuple[float, float, float, float]] = {
+            w: rect for w, rect in zip(self.walls, task.walls(), strict=True)
+        }
+        gx, gy = task.goal
+        g = st.goal_radius
+        self._static_rects[self.goal] = (gx - g, gy - g, gx + g, gy + g)
         self.pose: Pose2D = task.start
         self.set_base(task.start)
         self._measure_robot()
@@ -237,11 +245,13 @@ class NamoScene:
             )
             self._zones.append(body)
             self._names[body] = "forbidden"
+            self._static_rects[body] = (x0, y0, x1, y1)
 
     def clear_zones(self) -> None:
         for body in self._zones:
             pb.removeBody(body, physicsClientId=self.client)
             self._names.pop(body, None)
+            self._static_rects.pop(body, None)
         self._zones = []
 
     # --- collision checking -----------------------------------------------------------------
@@ -290,8 +300,14 @@ class NamoScene:
     def _near(
         self, x: float, y: float, margin: float, ignore: frozenset[str] | set[str]
     ) -> list[tuple[int, str]]:
-        """(body, name) of every named body, not ignored and not the robot's, whose AABB
-        overlaps a yaw-independent box around the whole robot at (x, y)."""
+        """(body, name) of every named body, not ignored and not the robot's, that may come
+        within ``margin`` of the robot at (x, y): its AABB overlaps a box around the robot's
+        disc, and (for walls, the goal and zones) its floor rectangle meets the disc itself.
+
+        The disc (radius ``_radius`` + ``margin``) holds every point of the robot at any yaw,
+        since turning about the base's axis keeps each point's distance to it; a rectangle
+        farther away cannot be touched. Near a doorway this drops the walls that only the
+        box's corners reached."""
         r = self._radius + margin
         found = pb.getOverlappingObjects(
             (x - r, y - r, -1.0), (x + r, y + r, self._top + margin), physicsClientId=self.client
@@ -300,8 +316,15 @@ class NamoScene:
         near: list[tuple[int, str]] = []
         for body in {int(b) for b, _ in found or ()} - own:
             name = self._names.get(body)
-            if name is not None and name not in ignore:
-                near.append((body, name))
+            if name is None or name in ignore:
+                continue
+            rect = self._static_rects.get(body)
+            if rect is not None:
+                dx = max(rect[0] - x, 0.0, x - rect[2])
+                dy = max(rect[1] - y, 0.0, y - rect[3])
+                if dx * dx + dy * dy > r * r:
+                    continue
+            near.append((body, name))
         return near
 
     def _exact(self, near: list[tuple[int, str]], margin: float) -> set[str]:
