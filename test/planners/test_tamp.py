@@ -59,7 +59,7 @@ def _replay_is_collision_free(task: NamoTask, actions: list, forbidden: set[int]
 
 def test_tamp_clears_the_doorway_and_the_plan_replays_in_the_full_world() -> None:
     mdp = NamoMDP.from_task(CHAIN)
-    planner = TAMP(seed=0)
+    planner = TAMP(seed=0, motion_timeout_s=5.0)  # generous: only a loaded machine needs it
     result = run_episode(mdp, planner, lam=0.0, timeout_s=60, rng=random.Random(0))
     assert result.success, result.outcome
     picked = [a[2] for a in result.actions if a[0] == "pick"]
@@ -76,7 +76,14 @@ def test_a_camp_drops_forbidden_rooms_boxes_and_never_touches_them() -> None:
     relevant = frozenset(v.name for v in mdp.variables) - dropped
     camp = CAMP.build(mdp, context, relevant)
     assert set(camp.dropped_variables) == dropped
-    result = run_episode(mdp, TAMP(seed=1), lam=0.0, timeout_s=60, rng=random.Random(0), camp=camp)
+    result = run_episode(
+        mdp,
+        TAMP(seed=1, motion_timeout_s=5.0),
+        lam=0.0,
+        timeout_s=60,
+        rng=random.Random(0),
+        camp=camp,
+    )
     assert result.success, result.outcome
     assert result.context_violations == 0
     # Verified by execution in the full world: no contact, no forbidden room entered.
@@ -113,7 +120,9 @@ TWO_BLOCKED = NamoTask(
 
 def test_stilman_clears_a_chain_of_two_obstructions() -> None:
     mdp = NamoMDP.from_task(TWO_BLOCKED)
-    planner = Stilman(seed=0)
+    # Generous motion budgets: RRT-Connect returns as soon as it finds a path, so they only
+    # matter on a loaded machine, where the default 1 s made queries fail spuriously.
+    planner = Stilman(seed=0, motion_timeout_s=5.0, detour_timeout_s=2.0)
     result = run_episode(mdp, planner, lam=0.0, timeout_s=60, rng=random.Random(0))
     assert result.success, result.outcome
     picked = [a[2] for a in result.actions if a[0] == "pick"]

@@ -159,7 +159,7 @@ def stop_processes(procs: Sequence[subprocess.Popen[bytes]]) -> None:
     for p in procs:
         if p.poll() is None:
             p.send_signal(2)  # SIGINT: the nodes' own clean shutdown
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # a node mid-render on a loaded machine needs a while
     for p in procs:
         try:
             p.wait(max(0.1, deadline - time.monotonic()))
