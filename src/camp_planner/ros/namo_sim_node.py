@@ -117,6 +117,7 @@ class NamoSimNode(Node):
             title=title,
         )
         self.last_render = path
+        self.get_logger().info(f"wrote {path}")  # the only trace of it with one process per node
 
     def destroy_node(self) -> None:
         self.mdp.close()
