@@ -149,8 +149,9 @@ class CampMethod(Method):
             if csis is None:
                 raise CampError(f"the bundle has no CSIs for context {context.name}")
             key = (context.id, frozenset(mdp.reward_vars))
-            relevant = self._relevant.get(key) or relevant_from_csis(csis, mdp.reward_vars)
-            self._relevant[key] = relevant
+            if key not in self._relevant:
+                self._relevant[key] = relevant_from_csis(csis, mdp.reward_vars)
+            relevant = self._relevant[key]
         return CAMP.build(mdp, context, relevant, sink)
 
     def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:

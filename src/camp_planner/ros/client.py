@@ -17,6 +17,7 @@ from typing import Any
 
 import rclpy
 from rclpy.action import ActionClient
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from camp_msgs.action import PlanTask
@@ -53,8 +54,6 @@ class CampClient:
         self._select = self._select_node.create_client(SelectContext, select_service)
         self._select_name = select_service
         self._select_lock = threading.Lock()
-        from rclpy.executors import SingleThreadedExecutor
-
         self._select_executor = SingleThreadedExecutor()
         self._select_executor.add_node(self._select_node)
         self._plan = ActionClient(self.node, PlanTask, PLAN_ACTION)

@@ -131,8 +131,9 @@ class CampService:
             raise ServiceError(ErrorCode.NO_SELECTOR, self.bundle_error)
         selector = self.method.bundle.selector
         task, slot_of = (None, {}) if scene is None else self.task_of(scene)
-        has_features = features is not None and len(features) > 0
-        if features is not None and has_features:
+        if features is not None and len(features) == 0:
+            features = None
+        if features is not None:
             expected = self.feature_length()
             if len(features) != expected:
                 raise ServiceError(
@@ -148,7 +149,7 @@ class CampService:
         elif task is None:
             raise ServiceError(ErrorCode.INVALID_SCENE, "give a scene or task features")
         t0 = time.perf_counter()
-        if has_features:
+        if features is not None:
             x = array.reshape(selector.input_shape)
             ranked = [(self.method.bundle.space[i], p) for i, p in selector.ranked(x)]
             screened: list[Context] = []
