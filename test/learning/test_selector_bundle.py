@@ -118,3 +118,36 @@ def test_multilabel_selector_scores_each_context_independently() -> None:
     assert ((probs > 0.5) == (targets > 0.5)).mean() > 0.95
     with pytest.raises(CampError, match="multilabel"):
         sel.fit(x, targets * 0.5)
+
+
+def test_regression_selector_ranks_by_predicted_objective() -> None:
+    x, y = _vector_data()
+    # Objectives with a heavy tail: the best context scores ~60, the others lose hundreds to
+    # thousands (a timed-out value iteration), as in the gridworld's VI score matrix.
+    objectives = np.full((len(y), 4), -2000.0)
+    objectives[:, 3] = -300.0
+    objectives[np.arange(len(y)), y] = 60.0
+    cfg = SelectorConfig(learning_rate=1e-2, max_iterations=3000, seed=2, labels="regression")
+    sel = ContextSelector((4,), 4, cfg)
+    sel.fit(x, objectives)
+    assert (sel.predict_proba(x).argmax(axis=1) == y).all()
+    assert sel.predict_proba(x).sum(axis=1) == pytest.approx(np.ones(len(y)), abs=1e-5)
+    predicted = sel.predict_objective(x)
+    assert np.median(predicted[np.arange(len(y)), y]) == pytest.approx(60.0, rel=0.2)
+    # The runner-up is ordered by its predicted objective even where its softmax
+    # probability underflows to zero next to the winner's.
+    task = int(np.flatnonzero(y != 3)[0])
+    assert [i for i, _ in sel.ranked(x[task])[:2]] == [y[task], 3]
+    with pytest.raises(CampError, match="regression targets"):
+        sel.fit(x, objectives[:, :3])
+    with pytest.raises(CampError, match="does not predict"):
+        ContextSelector((4,), 4, FAST).predict_objective(x)
+
+
+def test_symlog_is_an_order_preserving_inverse_pair() -> None:
+    from camp_planner.learning.selector import symexp, symlog
+
+    values = np.array([-2000.0, -5.0, 0.0, 3.0, 60.0])
+    squashed = symlog(values, 5.0)
+    assert (np.diff(squashed) > 0).all()
+    assert symexp(squashed, 5.0) == pytest.approx(values)

@@ -113,15 +113,17 @@ class ScoreMatrix:
         lam: float | None = None,
         tasks: Sequence[int] | None = None,
     ) -> np.ndarray:
-        """Selector targets of ``kind`` (hard, soft, multilabel) for ``tasks`` (default all);
-        ``lam`` re-weighs compute time (None: the objective as scored)."""
-        rows = []
+        """Selector targets of ``kind`` (hard, soft, multilabel, regression) for ``tasks``
+        (default all); ``lam`` re-weighs compute time (None: the objective as scored)."""
+        rows: list[Any] = []
         for t in self.tasks if tasks is None else tasks:
             values = np.array([self._value(t, c, lam) for c in self.context_ids])
             if kind == "hard":
                 rows.append(int(max(range(len(values)), key=lambda i: (values[i], -i))))
             elif kind == "multilabel":
                 rows.append((values >= values.max() - temperature).astype(np.float32))
+            elif kind == "regression":
+                rows.append(values.astype(np.float64))
             else:
                 weights = np.exp((values - values.max()) / temperature)
                 rows.append(weights / weights.sum())

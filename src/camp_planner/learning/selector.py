@@ -19,7 +19,22 @@ from torch import nn
 
 from camp_planner.core.errors import CampError, reject_unknown
 
-LABEL_KINDS = ("hard", "soft", "multilabel")
+LABEL_KINDS = ("hard", "soft", "multilabel", "regression")
+
+
+def symlog(values: np.ndarray, scale: float) -> np.ndarray:
+    """sign(J)·log(1 + |J|/scale): keeps the order of objectives while compressing the tails
+    (a timed-out value-iteration run costs thousands of points, a good one scores ~60), so
+    a squared loss is not dominated by the worst contexts."""
+    out: np.ndarray = np.sign(values) * np.log1p(np.abs(values) / scale)
+    return out
+
+
+def symexp(values: np.ndarray, scale: float) -> np.ndarray:
+    """The inverse of :func:`symlog`."""
+    out: np.ndarray = np.sign(values) * np.expm1(np.abs(values)) * scale
+    return out
+
 
 # These networks are tiny: a second intra-op thread only adds synchronisation, and when the
 # other core is busy (a planner, a parallel scorer) it stalls a 0.5 ms forward pass to 10+ ms,
@@ -43,7 +58,9 @@ class SelectorConfig:
     # this temperature (objective units), so near-ties share the label mass; "multilabel":
     # one sigmoid per context, trained on "this context is within `temperature` of the best"
     # (every context of every task is a training signal; selection picks the context most
-    # likely to be near-best).
+    # likely to be near-best); "regression": one output per context predicting the task's
+    # objective under that context (symlog-compressed with `temperature` as the scale), so
+    # the size of a loss matters, not only who wins; selection takes the highest prediction.
     labels: str = "hard"
     temperature: float = 5.0
     # Skip contexts whose allowed regions cannot join start and goal on the task's map (see
@@ -145,7 +162,12 @@ class ContextSelector:
         raw = np.asarray(labels)
         floor = 0.0
         loss_fn: nn.Module = nn.CrossEntropyLoss()
-        if self.cfg.labels == "multilabel":
+        if self.cfg.labels == "regression":
+            if raw.shape != (len(arr), self.n_contexts) or not np.all(np.isfinite(raw)):
+                raise CampError("regression targets must be finite, one row of contexts per task")
+            targets = torch.as_tensor(symlog(raw, self.cfg.temperature), dtype=torch.float32)
+            loss_fn = nn.MSELoss()
+        elif self.cfg.labels == "multilabel":
             if raw.shape != (len(arr), self.n_contexts) or not np.isin(raw, (0, 1)).all():
                 raise CampError("multilabel targets must be 0/1, one row of contexts per task")
             targets = torch.as_tensor(raw, dtype=torch.float32)
@@ -179,19 +201,45 @@ class ContextSelector:
         self.net.eval()
         return TrainingReport(iteration, loss_value, loss_value <= self.cfg.loss_target)
 
+    def predict_objective(self, x: np.ndarray) -> np.ndarray:
+        """A regression selector's predicted objective per context (objective units)."""
+        if self.cfg.labels != "regression":
+            raise CampError(f"a {self.cfg.labels!r} selector does not predict objectives")
+        with torch.no_grad():
+            out: np.ndarray = self.net(self._prepare(x)).numpy().astype(np.float64)
+        return symexp(out, self.cfg.temperature)
+
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
         """Context probabilities for a batch of feature arrays (for multilabel selectors, each
-        context's probability of being near-best, which need not sum to one)."""
+        context's probability of being near-best, which need not sum to one; for regression
+        selectors a softmax of the predicted objectives with `temperature`, so the ranking
+        is the predicted objectives' and near-equal predictions share the mass)."""
+        if self.cfg.labels == "regression":
+            return self._objective_softmax(self.predict_objective(x))
         with torch.no_grad():
             logits = self.net(self._prepare(x))
             if self.cfg.labels == "multilabel":
                 return torch.sigmoid(logits).numpy()
             return torch.softmax(logits, dim=1).numpy()
 
+    def _objective_softmax(self, objectives: np.ndarray) -> np.ndarray:
+        scaled = objectives / self.cfg.temperature
+        weights = np.exp(scaled - scaled.max(axis=1, keepdims=True))
+        probs: np.ndarray = (weights / weights.sum(axis=1, keepdims=True)).astype(np.float32)
+        return probs
+
     def ranked(self, features: np.ndarray) -> list[tuple[int, float]]:
-        """Context indices with probabilities for one task, most probable first."""
-        probs = self.predict_proba(np.asarray(features)[None])[0]
-        order = sorted(range(len(probs)), key=lambda i: (-probs[i], i))
+        """Context indices with probabilities for one task, most probable first (regression
+        selectors: highest predicted objective first, which also orders the contexts whose
+        softmax probability underflows to zero)."""
+        batch = np.asarray(features)[None]
+        if self.cfg.labels == "regression":
+            keys = self.predict_objective(batch)
+            probs = self._objective_softmax(keys)[0]
+            keys = keys[0]
+        else:
+            probs = keys = self.predict_proba(batch)[0]
+        order = sorted(range(len(probs)), key=lambda i: (-keys[i], i))
         return [(i, float(probs[i])) for i in order]
 
     def state(self) -> dict[str, Any]:

@@ -57,6 +57,26 @@ def learn_all_csis(pipe: Pipeline, progress: bool = True) -> None:
         bar.close()
 
 
+def score_checkpoint(
+    pipe: Pipeline, artifacts: Path, planner: str, split: str, seed: int, ablation: bool = False
+) -> Checkpoint:
+    """The checkpoint holding the scores of one (configuration, planner, split, seed)."""
+    # Scores depend on everything but the selector's settings: retuning the selector must
+    # not throw away hours of scoring.
+    scoring_config = {k: v for k, v in pipe.config.items() if k != "selector"}
+    key = {
+        "domain": pipe.domain.name,
+        "version": pipe.domain.version,
+        "config": json.dumps(scoring_config, sort_keys=True, default=str),
+        "planner": planner,
+        "split": split,
+        "seed": seed,
+        "ablation": ablation,
+        "format": LABEL_FORMAT,
+    }
+    return Checkpoint(checkpoint_path(artifacts, pipe.domain.name, key))
+
+
 def score_split(
     pipe: Pipeline,
     artifacts: Path,
@@ -72,21 +92,8 @@ def score_split(
     pipe.planner_settings(planner)  # fail fast on an unknown planner
     learn_all_csis(pipe, progress)
     config_json = json.dumps(pipe.config, sort_keys=True, default=str)
-    # Scores depend on everything but the selector's settings: retuning the selector must
-    # not throw away hours of scoring.
-    scoring_config = {k: v for k, v in pipe.config.items() if k != "selector"}
     n_tasks = len(pipe.tasks(split))
     ids = [c.id for c in contexts]
-    key = {
-        "domain": pipe.domain.name,
-        "version": pipe.domain.version,
-        "config": json.dumps(scoring_config, sort_keys=True, default=str),
-        "planner": planner,
-        "split": split,
-        "seed": seed,
-        "ablation": ablation,
-        "format": LABEL_FORMAT,
-    }
     jobs = [
         ScoreJob(
             pipe.domain.name, config_json, str(artifacts), split, t, cid, planner, seed, ablation
@@ -94,7 +101,7 @@ def score_split(
         for t in range(n_tasks)
         for cid in ids
     ]
-    checkpoint = Checkpoint(checkpoint_path(artifacts, pipe.domain.name, key))
+    checkpoint = score_checkpoint(pipe, artifacts, planner, split, seed, ablation)
     return score(
         jobs,
         checkpoint,

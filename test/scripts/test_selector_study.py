@@ -1,0 +1,53 @@
+"""The offline selector study: refuses to plan, and scores picks from an eval's checkpoints."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from camp_planner.cli import main as camp_main
+
+TINY = """\
+tasks: {train: 5, test: 2}
+contexts: {max_contexts: 4}
+csi: {k1: 10, k2: 5, tasks: 2}
+selector: {max_iterations: 200}
+"""
+
+
+def test_bad_variant_is_refused(
+    capsys: pytest.CaptureFixture[str], load_script: Callable[[str], ModuleType]
+) -> None:
+    with pytest.raises(SystemExit):
+        argv = ["--domain", "gridworld", "--planner", "vi", "--variant", "fuzzy:5"]
+        load_script("selector_study").main(argv)
+    assert "label kind" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_study_reads_checkpoints_and_never_beats_the_oracle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load_script: Callable[[str], ModuleType]
+) -> None:
+    study_script = load_script("selector_study")
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY)
+    common = ["--domain", "gridworld", "--config", str(cfg), "--artifacts", str(tmp_path / "a")]
+    study = [*common, "--planner", "bfs_replan", "--variant", "multilabel:5"]
+    study += ["--variant", "regression:5", "--json", str(tmp_path / "s.json")]
+    # Nothing scored yet: a clear error, not hours of planning.
+    assert study_script.main(study) == 2
+    assert "run the same `camp eval`" in capsys.readouterr().err
+    argv = ["eval", *common, "--planner", "bfs_replan", "--seeds", "1", "--workers", "1"]
+    assert camp_main([*argv, "--methods", "camp", "oracle", "--out", str(tmp_path / "e")]) == 0
+    assert study_script.main(study) == 0
+    rows = json.loads((tmp_path / "s.json").read_text())
+    assert set(rows) == {"oracle", "universal context", "multilabel:5", "regression:5"}
+    oracle = rows["oracle"]["per_task"][0]
+    for name, row in rows.items():
+        assert len(row["per_task"][0]) == 2
+        assert all(o >= v for o, v in zip(oracle, row["per_task"][0], strict=True)), name
+    assert "regression:5" in capsys.readouterr().out
