@@ -4,10 +4,10 @@
 labels) and, when the oracle is evaluated, on the test tasks too. Given those, the outcome of
 *selecting* a context is a lookup: this script retrains the selector of each variant (label
 kind and temperature) per seed, lets it pick a context for every test task (screened as the
-CAMP method does) and reports the test objective the picked context scored, next to pure
-planning-free references (the oracle's best context and the universal context). No planning
-runs, so a variant costs seconds instead of an eval run; the chosen variant must then be
-confirmed by a real `camp eval` (its fallbacks and selection time are not modelled here).
+CAMP method does, with its fallbacks modelled from the scores) and reports the test
+objective, next to two references: the oracle's best context and the universal context. No
+planning runs, so a variant costs seconds instead of an eval run; the chosen variant must
+then be confirmed by a real `camp eval` (selection time is not modelled here).
 
     .venv/bin/python scripts/selector_study.py --domain gridworld --planner vi \\
         --config config/gridworld-reduced.yaml --seeds 2 \\
@@ -36,18 +36,47 @@ from camp_planner.learning.selector import LABEL_KINDS, ContextSelector, Selecto
 from camp_planner.learning.train import score_checkpoint
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
+Variant = tuple[str, float, bool]  # label kind, temperature, screen
+FAILED = frozenset({"timeout", "no_plan", "planner_error"})
 
-def parse_variant(text: str) -> tuple[str, float]:
-    kind, _, temp = text.partition(":")
+
+def parse_variant(text: str) -> Variant:
+    """``KIND[:TEMPERATURE][:noscreen]``, e.g. ``regression:5:noscreen``."""
+    kind, *rest = text.split(":")
     if kind not in LABEL_KINDS:
         raise argparse.ArgumentTypeError(f"label kind must be one of {', '.join(LABEL_KINDS)}")
+    screened = True
+    if rest and rest[-1] == "noscreen":
+        screened = False
+        rest = rest[:-1]
+    if len(rest) > 1:
+        raise argparse.ArgumentTypeError(f"expected KIND[:TEMPERATURE][:noscreen], got {text!r}")
     try:
-        value = float(temp or 5.0)
+        value = float(rest[0]) if rest else 5.0
     except ValueError:
         raise argparse.ArgumentTypeError(f"bad temperature in {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError("the temperature must be positive")
-    return kind, value
+    return kind, value, screened
+
+
+def variant_name(variant: Variant) -> str:
+    kind, temp, screened = variant
+    return f"{kind}:{temp:g}" + ("" if screened else ":noscreen")
+
+
+def with_fallbacks(test: ScoreMatrix, task: int, order: list[str], lam: float) -> float:
+    """The objective of trying ``order`` until a context does not fail, modelled from the
+    scores: a failed attempt costs its compute time (λ·t) and the next one starts afresh.
+    Exact when planning fails before the first action (value iteration, Fast Downward);
+    an approximation when it fails mid-episode."""
+    spent = 0.0
+    for cid in order:
+        score = test.get(task, cid)
+        if score.outcome not in FAILED:
+            return score.objective - spent
+        spent += lam * score.compute_time_s
+    return -spent
 
 
 def cached_matrix(
@@ -68,7 +97,7 @@ def cached_matrix(
 
 
 def study_seed(
-    base: Pipeline, artifacts: Path, planner: str, seed: int, variants: list[tuple[str, float]]
+    base: Pipeline, artifacts: Path, planner: str, seed: int, variants: list[Variant]
 ) -> dict[str, list[float]]:
     """Per variant (and the references), the test objective of each test task's pick."""
     pipe = seed_pipeline(base, artifacts, seed)
@@ -82,9 +111,17 @@ def study_seed(
         "oracle": [test.get(t, test.context_ids[test.best_index(t)]).objective for t in test.tasks],
         "universal context": [test.get(t, universal).objective for t in test.tasks],
     }
-    for kind, temp in variants:
+    lam = pipe.lam(planner)
+    for variant in variants:
+        kind, temp, screened = variant
         cfg = SelectorConfig.from_mapping(
-            {**pipe.config["selector"], "labels": kind, "temperature": temp, "seed": seed}
+            {
+                **pipe.config["selector"],
+                "labels": kind,
+                "temperature": temp,
+                "screen": screened,
+                "seed": seed,
+            }
         )
         selector = ContextSelector(tuple(x_train.shape[1:]), len(contexts), cfg)
         selector.fit(x_train, train.targets(kind, temp))
@@ -92,10 +129,13 @@ def study_seed(
         for t, task in zip(test.tasks, test_tasks, strict=True):
             ranked = [(contexts[i], p) for i, p in selector.ranked(pipe.domain.features(task))]
             if cfg.screen:
-                kept, _ = screen(ranked, pipe.domain.region_graph(task))
-                ranked = kept or ranked
-            picks.append(test.get(t, ranked[0][0].id).objective)
-        out[f"{kind}:{temp:g}"] = picks
+                ranked, _ = screen(ranked, pipe.domain.region_graph(task))
+            # As the CAMP method: the first pick, up to two fallbacks, then universal.
+            order = [c.id for c, _ in ranked[:3]]
+            if universal not in order:
+                order.append(universal)
+            picks.append(with_fallbacks(test, t, order, lam))
+        out[variant_name(variant)] = picks
     return out
 
 
@@ -110,13 +150,14 @@ def main(argv: list[str] | None = None) -> int:
         "--variant",
         action="append",
         type=parse_variant,
-        help="KIND:TEMPERATURE, e.g. multilabel:5 or regression:5 (repeatable)",
+        help="KIND[:TEMPERATURE][:noscreen], e.g. multilabel:5 or regression:5:noscreen "
+        "(repeatable; default: multilabel:5 and regression:5)",
     )
     parser.add_argument("--json", type=Path, help="also write the per-task objectives here")
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
-    variants = args.variant or [("multilabel", 5.0), ("regression", 5.0)]
+    variants = args.variant or [("multilabel", 5.0, True), ("regression", 5.0, True)]
     try:
         base = Pipeline.create(args.domain, args.config, args.artifacts)
         per_seed = [

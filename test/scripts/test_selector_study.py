@@ -37,7 +37,7 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
     cfg.write_text(TINY)
     common = ["--domain", "gridworld", "--config", str(cfg), "--artifacts", str(tmp_path / "a")]
     study = [*common, "--planner", "bfs_replan", "--variant", "multilabel:5"]
-    study += ["--variant", "regression:5", "--json", str(tmp_path / "s.json")]
+    study += ["--variant", "regression:5:noscreen", "--json", str(tmp_path / "s.json")]
     # Nothing scored yet: a clear error, not hours of planning.
     assert study_script.main(study) == 2
     assert "run the same `camp eval`" in capsys.readouterr().err
@@ -45,9 +45,9 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
     assert camp_main([*argv, "--methods", "camp", "oracle", "--out", str(tmp_path / "e")]) == 0
     assert study_script.main(study) == 0
     rows = json.loads((tmp_path / "s.json").read_text())
-    assert set(rows) == {"oracle", "universal context", "multilabel:5", "regression:5"}
+    assert set(rows) == {"oracle", "universal context", "multilabel:5", "regression:5:noscreen"}
     oracle = rows["oracle"]["per_task"][0]
     for name, row in rows.items():
         assert len(row["per_task"][0]) == 2
         assert all(o >= v for o, v in zip(oracle, row["per_task"][0], strict=True)), name
-    assert "regression:5" in capsys.readouterr().out
+    assert "regression:5:noscreen" in capsys.readouterr().out
