@@ -32,17 +32,27 @@ from camp_planner.core.errors import CampError
 from camp_planner.core.feasibility import screen
 from camp_planner.learning.evaluate import seed_pipeline
 from camp_planner.learning.labels import ScoreMatrix
-from camp_planner.learning.selector import LABEL_KINDS, ContextSelector, SelectorConfig
+from camp_planner.learning.selector import (
+    LABEL_KINDS,
+    MODELS,
+    ContextSelector,
+    SelectorConfig,
+)
+from camp_planner.learning.structural import selector_input
 from camp_planner.learning.train import score_checkpoint
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
-Variant = tuple[str, float, bool]  # label kind, temperature, screen
+Variant = tuple[str, str, float, bool]  # model, label kind, temperature, screen
 FAILED = frozenset({"timeout", "no_plan", "planner_error"})
 
 
 def parse_variant(text: str) -> Variant:
-    """``KIND[:TEMPERATURE][:noscreen]``, e.g. ``regression:5:noscreen``."""
-    kind, *rest = text.split(":")
+    """``[MODEL/]KIND[:TEMPERATURE][:noscreen]``, e.g. ``structural/regression:5:noscreen``."""
+    model, _, rest_text = text.rpartition("/")
+    model = model or "net"
+    if model not in MODELS:
+        raise argparse.ArgumentTypeError(f"model must be one of {', '.join(MODELS)}")
+    kind, *rest = rest_text.split(":")
     if kind not in LABEL_KINDS:
         raise argparse.ArgumentTypeError(f"label kind must be one of {', '.join(LABEL_KINDS)}")
     screened = True
@@ -50,19 +60,22 @@ def parse_variant(text: str) -> Variant:
         screened = False
         rest = rest[:-1]
     if len(rest) > 1:
-        raise argparse.ArgumentTypeError(f"expected KIND[:TEMPERATURE][:noscreen], got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected [MODEL/]KIND[:TEMPERATURE][:noscreen], got {text!r}"
+        )
     try:
         value = float(rest[0]) if rest else 5.0
     except ValueError:
         raise argparse.ArgumentTypeError(f"bad temperature in {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError("the temperature must be positive")
-    return kind, value, screened
+    return model, kind, value, screened
 
 
 def variant_name(variant: Variant) -> str:
-    kind, temp, screened = variant
-    return f"{kind}:{temp:g}" + ("" if screened else ":noscreen")
+    model, kind, temp, screened = variant
+    prefix = "" if model == "net" else f"{model}/"
+    return f"{prefix}{kind}:{temp:g}" + ("" if screened else ":noscreen")
 
 
 def with_fallbacks(test: ScoreMatrix, task: int, order: list[str], lam: float) -> float:
@@ -104,7 +117,6 @@ def study_seed(
     train = cached_matrix(pipe, artifacts, planner, "train", seed)
     test = cached_matrix(pipe, artifacts, planner, "test", seed)
     contexts = list(pipe.space)
-    x_train = np.stack([pipe.domain.features(t) for t in pipe.tasks("train")])
     test_tasks = pipe.tasks("test")
     universal = next(c.id for c in contexts if c.is_universal)
     out: dict[str, list[float]] = {
@@ -113,21 +125,26 @@ def study_seed(
     }
     lam = pipe.lam(planner)
     for variant in variants:
-        kind, temp, screened = variant
+        model, kind, temp, screened = variant
         cfg = SelectorConfig.from_mapping(
             {
                 **pipe.config["selector"],
+                "model": model,
                 "labels": kind,
                 "temperature": temp,
                 "screen": screened,
                 "seed": seed,
             }
         )
+        x_train = np.stack(
+            [selector_input(pipe, t, model, contexts, pipe.relevant) for t in pipe.tasks("train")]
+        )
         selector = ContextSelector(tuple(x_train.shape[1:]), len(contexts), cfg)
         selector.fit(x_train, train.targets(kind, temp))
         picks = []
         for t, task in zip(test.tasks, test_tasks, strict=True):
-            ranked = [(contexts[i], p) for i, p in selector.ranked(pipe.domain.features(task))]
+            x = selector_input(pipe, task, model, contexts, pipe.relevant)
+            ranked = [(contexts[i], p) for i, p in selector.ranked(x)]
             if cfg.screen:
                 ranked, _ = screen(ranked, pipe.domain.region_graph(task))
             # As the CAMP method: the first pick, up to two fallbacks, then universal.
@@ -150,14 +167,17 @@ def main(argv: list[str] | None = None) -> int:
         "--variant",
         action="append",
         type=parse_variant,
-        help="KIND[:TEMPERATURE][:noscreen], e.g. multilabel:5 or regression:5:noscreen "
-        "(repeatable; default: multilabel:5 and regression:5)",
+        help="[MODEL/]KIND[:TEMPERATURE][:noscreen], e.g. multilabel:5 or "
+        "structural/regression:5:noscreen (repeatable; default: those two)",
     )
     parser.add_argument("--json", type=Path, help="also write the per-task objectives here")
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
-    variants = args.variant or [("multilabel", 5.0, True), ("regression", 5.0, True)]
+    variants = args.variant or [
+        ("net", "multilabel", 5.0, True),
+        ("structural", "regression", 5.0, False),
+    ]
     try:
         base = Pipeline.create(args.domain, args.config, args.artifacts)
         per_seed = [

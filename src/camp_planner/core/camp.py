@@ -17,8 +17,9 @@ Design choices, documented because the paper leaves them open:
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 
@@ -202,6 +203,26 @@ class CAMP(FactoredMDP):
 
     def sample_state(self, rng: random.Random) -> State:
         return self.sigma(self._base.sample_state(rng))
+
+
+# A continuous variable counts as this many values: a nominal resolution, so that sizes stay
+# finite and comparable across contexts (only differences between CAMPs matter).
+CONTINUOUS_VALUES = 1000.0
+
+
+def log_state_count(mdp: FactoredMDP, names: Iterable[str] | None = None) -> float:
+    """The natural log of how many states ``mdp`` can be in when only the state variables
+    ``names`` are tracked (None: all): the sum of their task-specific value counts' logs.
+    An upper bound on the reachable abstract state space, and the quantity an enumerating
+    planner's cost grows with; computed without building the CAMP, in microseconds."""
+    wanted = None if names is None else set(names)
+    total = 0.0
+    for i, var in enumerate(mdp.state_vars):
+        if wanted is not None and var.name not in wanted:
+            continue
+        count = mdp.value_count(i)
+        total += math.log(max(1.0, CONTINUOUS_VALUES if math.isinf(count) else count))
+    return total
 
 
 def _tuple_getter(

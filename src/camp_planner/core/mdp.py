@@ -136,6 +136,14 @@ class FactoredMDP(ABC):
             return self.sample_next_state(state, action, random.Random(0))
         return max(outcomes, key=lambda o: o.probability).state
 
+    def value_count(self, index: int) -> float:
+        """How many values state variable ``index`` can take in this task: an upper bound,
+        by default its declared domain size (``inf`` for a continuous variable). Domains
+        override it where a task pins a variable down (an empty enemy slot never changes),
+        so that :func:`~camp_planner.core.camp.log_state_count` measures the task's problem
+        rather than the variable declarations."""
+        return self.state_vars[index].domain_size
+
     def value_estimate(self, state: State, steps_left: int | None = None) -> float | None:
         """An optimistic estimate of the discounted return still to be earned from ``state``
         within ``steps_left`` more steps (None: no limit), e.g. the goal reward discounted by

@@ -29,7 +29,8 @@ class RenderPanel:
 
 def paper_selector_settings() -> dict[str, Any]:
     """The selector settings of the paper's appendix (networks, Adam, stopping rule), plus
-    ours: multilabel targets and screening. Domains start from these."""
+    ours: multilabel targets, screening, and the model switch (the paper's networks by
+    default; see SelectorConfig for the structural model). Domains start from these."""
     return {
         "hidden": [50, 32, 10],
         "conv_channels": 10,
@@ -41,6 +42,8 @@ def paper_selector_settings() -> dict[str, Any]:
         "labels": "multilabel",
         "temperature": 5.0,
         "screen": True,
+        "model": "net",
+        "structural_hidden": [16, 16],
     }
 
 

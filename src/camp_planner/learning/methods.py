@@ -30,6 +30,7 @@ from camp_planner.learning import ALL_METHODS
 from camp_planner.learning.bundle import Bundle
 from camp_planner.learning.labels import Score, ScoreMatrix, score_of
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
+from camp_planner.learning.structural import selector_input
 from camp_planner.planners import make_planner
 from camp_planner.workflow import Pipeline
 
@@ -130,29 +131,37 @@ class CampMethod(Method):
         self, pipe: Pipeline, task: Any
     ) -> tuple[list[tuple[Context, float]], list[Context]]:
         """(ranked contexts kept, contexts screened out)."""
-        ranked = [
-            (self.bundle.space[i], p)
-            for i, p in self.bundle.selector.ranked(pipe.domain.features(task))
-        ]
-        if not self.bundle.selector.cfg.screen:
+        selector = self.bundle.selector
+        x = selector_input(
+            pipe,
+            task,
+            selector.cfg.model,
+            list(self.bundle.space),
+            lambda mdp, context: self.relevant(pipe, mdp, context),
+        )
+        ranked = [(self.bundle.space[i], p) for i, p in selector.ranked(x)]
+        if not selector.cfg.screen:
             return ranked, []
         return screen(ranked, pipe.domain.region_graph(task))
+
+    def relevant(self, pipe: Pipeline, mdp: FactoredMDP, context: Context) -> frozenset[str]:
+        """The relevant variables of ``context`` from the bundle's CSIs (cached)."""
+        if not pipe.needs_csis(context):
+            return frozenset(v.name for v in mdp.variables)
+        key = (context.id, frozenset(mdp.reward_vars))
+        found = self._relevant.get(key)
+        if found is None:
+            csis = self.bundle.csis.get(context.id)
+            if csis is None:
+                raise CampError(f"the bundle has no CSIs for context {context.name}")
+            found = self._relevant[key] = relevant_from_csis(csis, mdp.reward_vars)
+        return found
 
     def build(self, pipe: Pipeline, mdp: FactoredMDP, context: Context) -> CAMP:
         sink = float(pipe.config["camp"]["sink_reward"])
         if self.ablation:
             return CAMP.build(mdp, context, None, sink)
-        if not pipe.needs_csis(context):
-            relevant = frozenset(v.name for v in mdp.variables)
-        else:
-            csis = self.bundle.csis.get(context.id)
-            if csis is None:
-                raise CampError(f"the bundle has no CSIs for context {context.name}")
-            key = (context.id, frozenset(mdp.reward_vars))
-            if key not in self._relevant:
-                self._relevant[key] = relevant_from_csis(csis, mdp.reward_vars)
-            relevant = self._relevant[key]
-        return CAMP.build(mdp, context, relevant, sink)
+        return CAMP.build(mdp, context, self.relevant(pipe, mdp, context), sink)
 
     def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:
         task = pipe.task("test", task_index)
@@ -299,7 +308,12 @@ class PolicyLearning(Method):
             raise CampError("no training trajectories to imitate")
         self.actions = list(vocab)
         # The paper's network and optimiser; imitation targets are always single actions.
-        settings = {**pipe.config["selector"], "seed": data.seed, "labels": "hard"}
+        settings = {
+            **pipe.config["selector"],
+            "seed": data.seed,
+            "labels": "hard",
+            "model": "net",
+        }
         cfg = SelectorConfig.from_mapping(settings)
         self.net = ContextSelector((len(xs[0]),), len(self.actions), cfg)
         self.net.fit(np.stack(xs), np.asarray(ys))

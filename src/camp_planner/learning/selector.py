@@ -4,7 +4,9 @@ Vector features go through a fully connected net with hidden layers [50, 32, 10]
 features (C×H×W) through a CNN: conv (10 channels, kernel 2) → max-pool (stride 2) → FC
 [32, 10]. Trained with Adam (lr 1e-4) on cross-entropy until the training loss reaches 1e-3
 or an iteration cap, seeded and deterministic. Vector inputs are standardised with the
-training set's statistics (stored with the weights).
+training set's statistics (stored with the weights). Beyond the paper: other label kinds
+(soft, multilabel, regression of the objective) and a structural model that reads each
+context's CAMP size instead of the image (see ``SelectorConfig``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from torch import nn
 from camp_planner.core.errors import CampError, reject_unknown
 
 LABEL_KINDS = ("hard", "soft", "multilabel", "regression")
+MODELS = ("net", "structural")
 
 
 def symlog(values: np.ndarray, scale: float) -> np.ndarray:
@@ -67,12 +70,19 @@ class SelectorConfig:
     # core/feasibility.py) before taking the most probable one; a no-op for domains
     # without a region graph.
     screen: bool = True
+    # "net": the paper's networks on the task's features (FC for vectors, CNN for images);
+    # "structural" (beyond the paper): a small network shared by all contexts on each
+    # context's structural inputs (learning/structural.py: the CAMP's log state count,
+    # whether its regions reach the goal, the task's log state count) plus a learned bias
+    # per context, with hidden layers `structural_hidden`.
+    model: str = "net"
+    structural_hidden: tuple[int, ...] = (16, 16)
 
     @staticmethod
     def from_mapping(data: dict[str, Any]) -> SelectorConfig:
         reject_unknown(data, SelectorConfig.__dataclass_fields__, "selector")
         values = dict(data)
-        for key in ("hidden", "conv_hidden"):
+        for key in ("hidden", "conv_hidden", "structural_hidden"):
             if key in values:
                 values[key] = tuple(int(v) for v in values[key])
         cfg = SelectorConfig(**values)
@@ -82,12 +92,15 @@ class SelectorConfig:
             )
         if cfg.temperature <= 0:
             raise CampError("selector.temperature must be positive")
+        if cfg.model not in MODELS:
+            raise CampError(f"selector.model must be one of {', '.join(MODELS)}, got {cfg.model!r}")
         return cfg
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["hidden"] = list(self.hidden)
         out["conv_hidden"] = list(self.conv_hidden)
+        out["structural_hidden"] = list(self.structural_hidden)
         return out
 
 
@@ -98,8 +111,30 @@ def _mlp(sizes: list[int]) -> list[nn.Module]:
     return layers[:-1]  # no activation on the logits
 
 
+class StructuralNet(nn.Module):
+    """One small network applied to every context's row of structural inputs, plus a
+    learned bias per context: (batch, contexts, features) → (batch, contexts)."""
+
+    def __init__(self, n_contexts: int, n_features: int, hidden: tuple[int, ...]) -> None:
+        super().__init__()
+        self.shared = nn.Sequential(*_mlp([n_features, *hidden, 1]))
+        self.bias = nn.Parameter(torch.zeros(n_contexts))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.shared(x).squeeze(-1) + self.bias
+        return out
+
+
 def build_network(input_shape: tuple[int, ...], n_out: int, cfg: SelectorConfig) -> nn.Module:
-    """FC for 1-D inputs, CNN for C×H×W inputs."""
+    """FC for 1-D inputs, CNN for C×H×W inputs; for the structural model, a network over
+    each context's row of a contexts × features input."""
+    if cfg.model == "structural":
+        if len(input_shape) != 2 or input_shape[0] != n_out:
+            raise CampError(
+                f"a structural selector takes one row of features per context ({n_out} rows), "
+                f"got shape {input_shape}"
+            )
+        return StructuralNet(n_out, input_shape[1], cfg.structural_hidden)
     if len(input_shape) == 1:
         return nn.Sequential(*_mlp([input_shape[0], *cfg.hidden, n_out]))
     if len(input_shape) != 3:
@@ -158,6 +193,12 @@ class ContextSelector:
         if len(self.input_shape) == 1:
             self.mean = arr.mean(axis=0)
             self.std = np.maximum(arr.std(axis=0), 1e-6).astype(np.float32)
+        elif self.cfg.model == "structural" and arr.ndim == 3:
+            # One scale per feature, shared by every context's row.
+            rows = arr.reshape(-1, arr.shape[-1])
+            self.mean = np.broadcast_to(rows.mean(axis=0), self.input_shape).astype(np.float32)
+            std = np.maximum(rows.std(axis=0), 1e-6)
+            self.std = np.broadcast_to(std, self.input_shape).astype(np.float32)
         inputs = self._prepare(arr)
         raw = np.asarray(labels)
         floor = 0.0

@@ -29,6 +29,7 @@ from camp_planner.learning.jsonl import append_record, corrupt, read_records
 from camp_planner.learning.labels import ScoreMatrix
 from camp_planner.learning.methods import CampMethod, Method, Pure
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
+from camp_planner.learning.structural import selector_input
 from camp_planner.learning.train import learn_all_csis, score_split
 from camp_planner.workflow import Pipeline
 
@@ -46,8 +47,14 @@ def _camp_on_test(
     tasks: Sequence[int],
     seed: int,
 ) -> dict[str, float]:
-    features = np.stack([pipe.domain.features(pipe.task("train", t)) for t in tasks])
     cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": seed})
+    contexts = list(pipe.space)
+    features = np.stack(
+        [
+            selector_input(pipe, pipe.task("train", t), cfg.model, contexts, pipe.relevant)
+            for t in tasks
+        ]
+    )
     selector = ContextSelector(tuple(features.shape[1:]), len(pipe.space), cfg)
     selector.fit(features, matrix.targets(cfg.labels, cfg.temperature, lam, tasks))
     csis = {c.id: r for c in pipe.space if (r := pipe.store.cached(c)) is not None}

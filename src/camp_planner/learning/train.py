@@ -23,6 +23,7 @@ from camp_planner.learning.labels import (
     checkpoint_path,
     score,
 )
+from camp_planner.learning.structural import selector_input
 from camp_planner.workflow import Pipeline
 
 # Bump when what a score record holds changes, so old checkpoints are not reused.
@@ -130,8 +131,10 @@ def train(
         pipe, artifacts, planner, "train", contexts, seed, workers, progress
     )
     labels = matrix.labels()
-    features = np.stack([pipe.domain.features(t) for t in pipe.tasks("train")])
     cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": seed})
+    features = np.stack(
+        [selector_input(pipe, t, cfg.model, contexts, pipe.relevant) for t in pipe.tasks("train")]
+    )
     selector = ContextSelector(tuple(features.shape[1:]), len(contexts), cfg)
     report = selector.fit(features, matrix.targets(cfg.labels, cfg.temperature))
     counts = Counter(contexts[i].name for i in labels)

@@ -92,6 +92,14 @@ class GridworldMDP(FactoredMDP):
         }
         self._goal_distance = self._distances_to_goal()
 
+    def value_count(self, index: int) -> float:
+        """An enemy slot takes the cells of its patrol loop or ``removed``; an empty slot
+        is ``absent`` for the whole task."""
+        if index < 2:
+            return super().value_count(index)
+        cycle = self._cycles.get(index - 2)
+        return 1.0 if cycle is None else float(len(cycle) + 1)
+
     # --- helpers ---------------------------------------------------------------------------
     def _distances_to_goal(self) -> dict[Cell, int]:
         """Maze distance of every cell to the goal, ignoring enemies (a relaxation)."""
