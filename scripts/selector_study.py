@@ -188,13 +188,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"test objective of the picked context ({args.domain}, {args.planner}), mean per seed")
     header = " ".join(f"{'seed ' + str(s):>9}" for s in range(args.seeds))
-    print(f"{'selector':<22} {header}      mean")
+    print(f"{'selector':<34} {header}      mean")
     rows: dict[str, Any] = {}
     for name in per_seed[0]:
         means = [statistics.fmean(run[name]) for run in per_seed]
         rows[name] = {"seed_means": means, "per_task": [run[name] for run in per_seed]}
         cells = " ".join(f"{m:9.1f}" for m in means)
-        print(f"{name:<22} {cells} {statistics.fmean(means):9.1f}")
+        print(f"{name:<34} {cells} {statistics.fmean(means):9.1f}")
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0
