@@ -7,6 +7,7 @@ their canonical form, so ids survive reordering of a context space and process r
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Hashable, Mapping
@@ -85,9 +86,10 @@ class Context:
             )
         return " ∧ ".join(f"{t.variable}={t.value}" for t in self.terms)
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
-        """A stable id: a short hash of the canonical JSON form."""
+        """A stable id: a short hash of the canonical JSON form (computed once: selection
+        and CAMP caches look contexts up by id on every call)."""
         digest = hashlib.sha1(self.canonical_json().encode()).hexdigest()
         return "universal" if self.is_universal else f"c{digest[:8]}"
 

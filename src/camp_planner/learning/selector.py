@@ -246,7 +246,7 @@ class ContextSelector:
         """A regression selector's predicted objective per context (objective units)."""
         if self.cfg.labels != "regression":
             raise CampError(f"a {self.cfg.labels!r} selector does not predict objectives")
-        with torch.no_grad():
+        with torch.inference_mode():
             out: np.ndarray = self.net(self._prepare(x)).numpy().astype(np.float64)
         return symexp(out, self.cfg.temperature)
 
@@ -257,7 +257,7 @@ class ContextSelector:
         is the predicted objectives' and near-equal predictions share the mass)."""
         if self.cfg.labels == "regression":
             return self._objective_softmax(self.predict_objective(x))
-        with torch.no_grad():
+        with torch.inference_mode():
             logits = self.net(self._prepare(x))
             if self.cfg.labels == "multilabel":
                 return torch.sigmoid(logits).numpy()

@@ -59,7 +59,9 @@ class CampPlannerNode(Node):
             )
         # /select_context is answered by a lean companion node on its own executor thread
         # (see selection_node.py: about 1.5 ms less per call than serving it from here).
-        self.selection = SelectionNode(self.service, f"{self.get_name()}_selection", self.context)
+        self.selection = SelectionNode(
+            self.service, f"{self.get_name()}_selection", None, self.get_namespace()
+        )
         self.selection.start()
         self.plans = ActionClient(
             self, PlanTask, PLAN_ACTION, callback_group=ReentrantCallbackGroup()

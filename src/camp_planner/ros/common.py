@@ -54,3 +54,23 @@ def declare_service_params(node: Node) -> dict[str, Any]:
         "artifacts": Path(str(node.get_parameter("artifacts").value)),
         "planner": str(node.get_parameter("planner").value),
     }
+
+
+def remap_rules(argv: list[str]) -> list[str]:
+    """The ``-r/--remap`` rules of a process's ``--ros-args`` sections, as ``--ros-args``
+    arguments for a second context in the same process. A rule that renames every node
+    (``__node:=`` / ``__name:=`` without a node prefix) is left out: it is meant for the
+    process's main node, and two nodes must not share a name."""
+    rules: list[str] = []
+    inside = False
+    args = iter(argv)
+    for arg in args:
+        if arg == "--ros-args":
+            inside = True
+        elif arg == "--":
+            inside = False
+        elif inside and arg in ("-r", "--remap"):
+            rule = next(args, "")
+            if rule and not rule.startswith(("__node:=", "__name:=")):
+                rules += ["-r", rule]
+    return ["--ros-args", *rules] if rules else []

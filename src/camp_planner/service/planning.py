@@ -116,10 +116,13 @@ class CampService:
         if self.method is None:
             names = [v.name for v in mdp.variables]
             return names, [], []
-        camp = self.method.build(self.pipe, mdp, context)
-        dropped = list(camp.dropped_variables)
-        relevant = [v.name for v in mdp.variables if v.name not in set(dropped)]
-        ids = [oid for oid, slot in slot_of.items() if slot in set(dropped)]
+        # What the CAMP of ``context`` keeps, without building it (CAMP.build keeps the
+        # relevant variables and the context's own): a selection answers in about 1 ms.
+        kept = self.method.relevant(self.pipe, mdp, context) | context.variables
+        relevant = [v.name for v in mdp.variables if v.name in kept]
+        dropped = [v.name for v in mdp.variables if v.name not in kept]
+        gone = set(dropped)
+        ids = [oid for oid, slot in slot_of.items() if slot in gone]
         return relevant, dropped, sorted(ids)
 
     # --- selection --------------------------------------------------------------------------
