@@ -122,22 +122,26 @@ class CampMethod(Method):
         for _ in range(3):
             selector.ranked(np.zeros(selector.input_shape, dtype=np.float32))
 
-    def ranked_contexts(self, pipe: Pipeline, task: Any) -> list[tuple[Context, float]]:
+    def ranked_contexts(
+        self, pipe: Pipeline, task: Any, mdp: FactoredMDP | None = None
+    ) -> list[tuple[Context, float]]:
         """The selector's ranking, without the contexts screened out as unable to reach the
         goal (when the selector screens)."""
-        return self.selection(pipe, task)[0]
+        return self.selection(pipe, task, mdp)[0]
 
     def selection(
-        self, pipe: Pipeline, task: Any
+        self, pipe: Pipeline, task: Any, mdp: FactoredMDP | None = None
     ) -> tuple[list[tuple[Context, float]], list[Context]]:
-        """(ranked contexts kept, contexts screened out)."""
+        """(ranked contexts kept, contexts screened out); ``mdp``: the task's MDP when the
+        caller already built it (a structural selector reads it)."""
         selector = self.bundle.selector
         x = selector_input(
             pipe,
             task,
             selector.cfg.model,
             list(self.bundle.space),
-            lambda mdp, context: self.relevant(pipe, mdp, context),
+            lambda m, context: self.relevant(pipe, m, context),
+            mdp,
         )
         ranked = [(self.bundle.space[i], p) for i, p in selector.ranked(x)]
         if not selector.cfg.screen:
@@ -168,7 +172,7 @@ class CampMethod(Method):
         mdp = pipe.domain.make_mdp(task, pipe.config)
         settings = pipe.planner_settings(planner)
         t0 = time.perf_counter()
-        ranked = self.ranked_contexts(pipe, task)
+        ranked = self.ranked_contexts(pipe, task, mdp)
         selection = time.perf_counter() - t0
         order = [c for c, _ in ranked[: 1 + self.max_fallbacks]]
         if not any(c.is_universal for c in order):

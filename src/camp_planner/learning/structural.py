@@ -59,12 +59,15 @@ def selector_input(
     model: str,
     contexts: Sequence[Context],
     relevant: Callable[[FactoredMDP, Context], frozenset[str]],
+    mdp: FactoredMDP | None = None,
 ) -> np.ndarray:
     """What a selector of ``model`` reads for ``task``: the domain's task features for the
-    paper's networks, the contexts' structural inputs for the structural model."""
+    paper's networks, the contexts' structural inputs for the structural model (from
+    ``mdp``, the task's MDP, built here if the caller has none)."""
     if model != "structural":
         return pipe.domain.features(task)
-    mdp = pipe.domain.make_mdp(task, pipe.config)
+    if mdp is None:
+        mdp = pipe.domain.make_mdp(task, pipe.config)
     return context_features(
         mdp, contexts, lambda c: relevant(mdp, c), pipe.domain.region_graph(task)
     )

@@ -199,7 +199,7 @@ class CampService:
             order = [self.resolve_context(context_id)]
             ranked = [(c, 0.0) for c in self.contexts() if c.id != order[0].id]
         elif self.method is not None:
-            ranked, _ = self.method.selection(self.pipe, task)
+            ranked, _ = self.method.selection(self.pipe, task, mdp)
             order = [c for c, _ in ranked[:1]] or [Context.universal()]
         else:
             order, ranked = [Context.universal()], []
