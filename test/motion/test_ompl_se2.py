@@ -29,6 +29,20 @@ def test_path_goes_around_the_wall_and_every_waypoint_is_valid() -> None:
     assert result.checks > 0
 
 
+def test_an_edge_that_jumps_a_thin_wall_is_replanned_finer_not_reported_as_no_path() -> None:
+    # At this coarse resolution OMPL checks the straight edge only a few times and misses the
+    # 12 cm wall; the interpolated waypoints land on it. A path over the top exists.
+    def thin_wall(x: float, y: float, yaw: float) -> bool:
+        return not (4.5 < x < 4.62 and y < 7.0) and 0.3 < x < 8.7 and 0.3 < y < 8.7
+
+    result = plan_base_path(
+        (1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, thin_wall, resolution=0.2, timeout_s=10, seed=1
+    )
+    assert result.path is not None and not result.timed_out
+    assert all(thin_wall(*p) for p in result.path)
+    assert max(p[1] for p in result.path) > 7.0
+
+
 _SCRIPT = """
 from camp_planner.motion.ompl_se2 import plan_base_path
 free = lambda x, y, t: not (4.0 < x < 5.0 and y < 7.0) and 0.3 < x < 8.7 and 0.3 < y < 8.7

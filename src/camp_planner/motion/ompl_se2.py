@@ -84,6 +84,48 @@ def plan_base_path(
 
     ou.setLogLevel(ou.LOG_ERROR)
     _seed_once(seed)
+    # OMPL checks edges only at discrete points, so an edge may clip a corner between two of
+    # them and a returned waypoint then fails its own check. That is the discretisation's
+    # fault, not evidence that no path exists: plan again with a finer resolution, for as
+    # long as the budget lasts, instead of reporting "no path" to the task planner.
+    while True:
+        remaining = timeout_s - (time.perf_counter() - t0)
+        if remaining <= 0:
+            return MotionResult(None, time.perf_counter() - t0, checks, True)
+        attempt = _attempt(
+            start, goal, bounds, is_valid, remaining, planner, resolution, step, simplify
+        )
+        checks += attempt.checks
+        elapsed = time.perf_counter() - t0
+        if attempt.path is not None:
+            return MotionResult(attempt.path, elapsed, checks, False, attempt.vertices)
+        if not attempt.clipped:
+            return MotionResult(None, elapsed, checks, elapsed >= timeout_s * 0.99)
+        resolution /= 2
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    path: list[Pose2D] | None
+    vertices: list[Pose2D] | None
+    checks: int
+    clipped: bool  # OMPL found a path but an interpolated waypoint was in collision
+
+
+def _attempt(
+    start: Pose2D,
+    goal: Pose2D,
+    bounds: tuple[float, float, float, float],
+    is_valid: Callable[[float, float, float], bool],
+    timeout_s: float,
+    planner: str,
+    resolution: float,
+    step: float,
+    simplify: bool,
+) -> _Attempt:
+    """One OMPL solve with fresh objects at the given edge-checking resolution."""
+    t0 = time.perf_counter()
+    checks = 0
     space = ob.SE2StateSpace()
     box = ob.RealVectorBounds(2)
     box.setLow(0, bounds[0])
@@ -110,8 +152,7 @@ def plan_base_path(
     setup.setPlanner(PLANNERS[planner](info))
     solved = setup.solve(timeout_s)
     if not (solved and setup.haveExactSolutionPath()):
-        elapsed = time.perf_counter() - t0
-        return MotionResult(None, elapsed, checks, elapsed >= timeout_s * 0.99)
+        return _Attempt(None, None, checks, False)
     if simplify:
         remaining = max(timeout_s - (time.perf_counter() - t0), 1e-3)
         setup.simplifySolution(min(remaining, 0.5))
@@ -125,5 +166,5 @@ def plan_base_path(
     for pose in poses:
         checks += 1
         if not is_valid(*pose):
-            return MotionResult(None, time.perf_counter() - t0, checks, False)
-    return MotionResult(poses, time.perf_counter() - t0, checks, False, corners)
+            return _Attempt(None, None, checks, True)
+    return _Attempt(poses, corners, checks, False)
