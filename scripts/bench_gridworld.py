@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
@@ -162,8 +164,14 @@ def _parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
         key, sep, value = item.partition("=")
         if not sep:
             raise CampError(f"planner setting '{item}' in '{spec}' is not key=value")
-        settings[key] = value
+        settings[key] = _literal(value)
     return name, settings
+
+
+def _literal(text: str) -> Any:
+    """A setting's value as YAML reads it (``0.05`` a float, ``true`` a bool, words strings)."""
+    value = yaml.safe_load(text)
+    return text if value is None else value
 
 
 def _good_context(pipe: Pipeline, task: Any, timeout: float) -> Context:

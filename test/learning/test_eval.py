@@ -34,7 +34,16 @@ def test_tiny_eval_writes_results_table_and_plot(tmp_path: Path) -> None:
         for metric in ("objective", "discounted_return", "compute_time_s", "success"):
             assert set(stats[metric]) == {"mean", "std"}
     assert "fraction_of_oracle" in methods["camp"]
-    assert "| CAMP (ours) |" in (out / "table.md").read_text()
+    table = (out / "table.md").read_text()
+    assert "| CAMP (ours) |" in table
+    # Per-stage times: planning methods report them, the learned policies plan nothing.
+    for method in ("camp", "pure", "oracle"):
+        stages = methods[method]["stage_times_s"]
+        assert {"setup", "prepare", "act"} <= set(stages)
+        assert sum(stages[k] for k in ("setup", "prepare", "act")) == pytest.approx(
+            methods[method]["compute_time_s"]["mean"], rel=1e-3, abs=1e-4
+        )
+    assert "Where the compute time went" in table
     assert (out / "plot.png").read_bytes()[:4] == b"\x89PNG"
     # A second run reuses every cached seed instead of retraining or re-evaluating.
     caches = sorted((tmp_path / "a").rglob("eval-*.json"))
@@ -51,3 +60,16 @@ def test_unknown_method_is_a_clear_error(
     code = main(["eval", "--methods", "magic", "--artifacts", str(tmp_path)])
     assert code == 2
     assert "unknown method 'magic'" in capsys.readouterr().err
+
+
+def test_stage_breakdown_pools_seeds_and_counts_missing_stages_as_zero() -> None:
+    from camp_planner.learning.evaluate import stage_breakdown
+    from camp_planner.learning.labels import Score
+
+    a = Score(0, "c", 1.0, 1.0, 3.0, True, "goal", stage_times_s={"prepare": 2.0, "act": 1.0})
+    b = Score(1, "c", 1.0, 1.0, 1.0, True, "goal", stage_times_s={"prepare": 1.0})
+    c = Score(0, "c", 1.0, 1.0, 0.0, True, "goal")  # checkpointed before stages were kept
+    assert stage_breakdown([[a], [b, c]]) == pytest.approx({"prepare": 1.0, "act": 1 / 3})
+    assert stage_breakdown([[c]]) == {}
+    assert Score.from_json(a.to_json()) == a
+    assert a.without_trajectory().stage_times_s == a.stage_times_s

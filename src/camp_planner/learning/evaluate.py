@@ -121,6 +121,9 @@ def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any
                 "mean": statistics.fmean(seed_means),
                 "std": statistics.pstdev(seed_means) if len(seed_means) > 1 else 0.0,
             }
+        stages = stage_breakdown([run[method] for run in per_seed])
+        if stages:
+            stats["stage_times_s"] = stages
         out[method] = stats
     if "camp" in out and "oracle" in out:
         oracle = out["oracle"]["objective"]["mean"]
@@ -128,6 +131,30 @@ def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any
         # A ratio of objectives only reads as "how close" when both are positive.
         out["camp"]["fraction_of_oracle"] = camp / oracle if oracle > 0 and camp > 0 else None
     return out
+
+
+def stage_breakdown(runs: list[list[Score]]) -> dict[str, float]:
+    """Mean seconds per planning stage per test task, pooled over seeds (stages a planner
+    does not report are absent; a task that never reached a stage counts 0 for it)."""
+    rows = [s for run in runs for s in run]
+    names = sorted({k for s in rows for k in s.stage_times_s})
+    if not rows or not names:
+        return {}
+    return {k: statistics.fmean(s.stage_times_s.get(k, 0.0) for s in rows) for k in names}
+
+
+# Stages worth a column. "setup" is context selection plus CAMP construction; "prepare" and
+# "act" are the planner's up-front and per-step calls; the rest break "prepare" down for
+# planners that report it (TAMP: task and motion planning, grasps and placements).
+BREAKDOWN_STAGES = (
+    "setup",
+    "prepare",
+    "act",
+    "task_planning",
+    "motion_planning",
+    "grasp_place",
+    "search",
+)
 
 
 def write_outputs(
@@ -164,7 +191,30 @@ def table_markdown(summary: dict[str, dict[str, Any]], title: str) -> str:
             f"CAMP reaches {100 * summary['camp']['fraction_of_oracle']:.0f} % of the "
             "oracle's objective.",
         ]
+    lines += _breakdown_markdown(summary)
     return "\n".join(lines) + "\n"
+
+
+def _breakdown_markdown(summary: dict[str, dict[str, Any]]) -> list[str]:
+    """A per-stage time table for the methods whose planner reports stages."""
+    reported = {m: s["stage_times_s"] for m, s in summary.items() if s.get("stage_times_s")}
+    stages = [k for k in BREAKDOWN_STAGES if any(k in t for t in reported.values())]
+    if not stages:
+        return []
+    lines = [
+        "",
+        "Where the compute time went (mean seconds per test task, all seeds; setup = context "
+        "selection + CAMP construction, prepare = the planner's up-front call, act = its "
+        "per-step calls; the columns after them break prepare down):",
+        "",
+        "| method | " + " | ".join(k.replace("_", " ") for k in stages) + " | total compute |",
+        "|---|" + "---|" * (len(stages) + 1),
+    ]
+    for method, times in reported.items():
+        cells = " | ".join(f"{times.get(k, 0.0):.3f}" for k in stages)
+        total = summary[method]["compute_time_s"]["mean"]
+        lines.append(f"| {LABELS.get(method, method)} | {cells} | {total:.3f} |")
+    return lines
 
 
 def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> None:

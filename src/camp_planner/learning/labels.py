@@ -12,7 +12,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,9 @@ class Score:
     success: bool
     outcome: str
     fallbacks: int = 0
+    # Where the planner's time went (seconds per stage, e.g. task vs motion planning); empty
+    # for planners that report no stages and for scores checkpointed before it was recorded.
+    stage_times_s: dict[str, float] = field(default_factory=dict)
     # The executed trajectory (JSON values), kept for the learned baselines that imitate it.
     states: list[Any] | None = None
     actions: list[Any] | None = None
@@ -69,6 +72,7 @@ class Score:
             self.success,
             self.outcome,
             self.fallbacks,
+            dict(self.stage_times_s),
         )
 
     @staticmethod
@@ -82,6 +86,7 @@ class Score:
             success=bool(data["success"]),
             outcome=str(data["outcome"]),
             fallbacks=int(data.get("fallbacks", 0)),
+            stage_times_s={str(k): float(v) for k, v in (data.get("stage_times_s") or {}).items()},
             states=data.get("states"),
             actions=data.get("actions"),
         )
@@ -197,6 +202,7 @@ def score_of(task: int, context_id: str, result: EpisodeResult) -> Score:
         success=result.success,
         outcome=result.outcome,
         fallbacks=result.fallbacks,
+        stage_times_s={k: round(v, 6) for k, v in result.stage_times_s.items()},
         states=[list(s) for s in result.states],
         actions=[list(a) for a in result.actions],
     )
