@@ -105,6 +105,7 @@ def test_fallback_chain_continues_from_the_current_state() -> None:
     assert res.success and res.fallbacks == 1
     assert res.used == ["first", "second"] and built == ["second"]  # lazily built
     assert res.stage_times_s["setup"] == 0.5
+    assert res.failures == ["first: nothing here"]  # why the abandoned attempt stopped
 
 
 def test_without_fallbacks_a_failure_ends_the_episode() -> None:
@@ -113,3 +114,4 @@ def test_without_fallbacks_a_failure_ends_the_episode() -> None:
     mdp = d.make_mdp(d.make_tasks(cfg, "test")[0], cfg)
     res = run_episode(mdp, _Failing(), lam=1.0, timeout_s=None, rng=random.Random(0))
     assert res.outcome == "no_plan" and res.fallbacks == 0 and not res.success
+    assert res.failures == ["pure: nothing here"] and res.summary()["failures"] == res.failures

@@ -1,3 +1,4 @@
+import itertools
 import math
 import random
 
@@ -6,12 +7,13 @@ from toy_mdps import GridMDP
 
 from camp_planner.core.camp import CAMP
 from camp_planner.core.context import Context, Term
+from camp_planner.core.mdp import State
 from camp_planner.core.objective import run_episode
-from camp_planner.core.planner import Deadline, PlanningError
+from camp_planner.core.planner import Deadline, NoPlanFound, PlanningError
 from camp_planner.domains.namo.mdp import NONE, SLOT_NAMES, NamoMDP
 from camp_planner.domains.namo.world import Box, Door, NamoTask
 from camp_planner.planners.stilman import Stilman
-from camp_planner.planners.tamp import TAMP
+from camp_planner.planners.tamp import TAMP, Refinement
 
 pytestmark = [pytest.mark.pybullet, pytest.mark.fast_downward, pytest.mark.slow]
 
@@ -130,3 +132,127 @@ def test_stilman_clears_a_chain_of_two_obstructions() -> None:
     assert planner.last_stats["obstacles_moved"] >= 2
     _replay_is_collision_free(TWO_BLOCKED, result.actions, set())
     mdp.close()
+
+
+# Two ways from room 0 into room 1: straight through their doorway (one box behind it), or
+# round through rooms 3 and 4 (two boxes on the way, or none).
+def _two_ways(round_boxes: bool) -> NamoTask:
+    doors = (
+        Door(0, 1, 3.0, 1.5, True),
+        Door(0, 3, 1.5, 3.0, False),
+        Door(3, 4, 3.0, 4.5, True),
+        Door(1, 4, 4.5, 3.0, False),
+        Door(1, 2, 6.0, 1.5, True),
+        Door(2, 5, 7.5, 3.0, False),
+        Door(5, 8, 7.5, 6.0, False),
+    )
+    boxes = [Box("box_r1_0", 1, 3.4, 1.5)]
+    if round_boxes:
+        boxes += [Box("box_r3_0", 3, 1.5, 3.4), Box("box_r4_0", 4, 3.4, 4.5)]
+    return NamoTask(
+        task_id=2, seed=0, doors=doors, boxes=tuple(boxes), start=(1.5, 1.5, 0.0), goal=(7.5, 7.5)
+    )
+
+
+@pytest.mark.parametrize(
+    ("round_boxes", "allowed", "expected"),
+    [
+        (True, None, {"box_r1_0"}),  # one box straight on beats two round about
+        (False, None, set()),  # a clear way round beats any box
+        (False, frozenset({0, 1, 2, 5, 8}), {"box_r1_0"}),  # ...unless the context forbids it
+    ],
+)
+def test_relaxed_path_runs_through_the_fewest_boxes(
+    round_boxes: bool, allowed: frozenset[int] | None, expected: set[str]
+) -> None:
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    task = _two_ways(round_boxes)
+    mdp = NamoMDP.from_task(task)
+    iface = NamoTampInterface(mdp, mdp.initial_state(), allowed, seed=0, settings={})
+    goal = (4.5, 1.5, 0.0)
+    path = iface._fewest_boxes_path(task.start, goal, "")
+    assert path is not None and path[0] == task.start and path[-1] == goal
+    assert max(math.dist(a[:2], b[:2]) for a, b in itertools.pairwise(path)) < 0.08
+    assert iface._boxes_on(path) == expected
+    if allowed is not None:
+        assert all(task.room_of(x, y) in allowed for x, y, _ in path)
+    # The box to be picked can be made solid: then no relaxed way through it exists here.
+    if allowed is not None:
+        assert iface._fewest_boxes_path(task.start, goal, "box_r1_0") is None
+    iface.close()
+    mdp.close()
+
+
+class _ScriptedInterface:
+    """A TAMP interface whose symbolic problem is unsolvable until its facts are forgotten
+    (``unsolvable``), or whose one step fails without explanation the first ``flaky`` times."""
+
+    DOMAIN = (
+        "(define (domain d) (:requirements :strips) (:predicates (free) (done))\n"
+        "  (:action finish :parameters () :precondition (free) :effect (done)))"
+    )
+
+    def __init__(self, unsolvable: bool, flaky: int, can_forget: bool = True) -> None:
+        self.unsolvable, self.flaky, self.can_forget = unsolvable, flaky, can_forget
+        self.done = False
+        self.stage_times: dict[str, float] = {}
+
+    def pddl(self) -> tuple[str, str]:
+        init = "" if self.unsolvable else "(free)"
+        return self.DOMAIN, f"(define (problem p) (:domain d) (:init {init}) (:goal (done)))"
+
+    def refine(self, step: tuple[str, ...], deadline: Deadline) -> Refinement:
+        if self.flaky > 0:
+            self.flaky -= 1
+            return Refinement(False, reason="no sample worked this time")
+        self.done = True
+        return Refinement(True, [("up",)], [(2, 0)])
+
+    def learn(self, facts: list[str]) -> None:
+        pass
+
+    def forget(self) -> bool:
+        if not (self.unsolvable and self.can_forget):
+            return False
+        self.unsolvable = False
+        return True
+
+    def at_goal(self) -> bool:
+        return self.done
+
+    def close(self) -> None:
+        pass
+
+
+class _ScriptedMDP(GridMDP):
+    def __init__(self, interface: _ScriptedInterface) -> None:
+        super().__init__(("S.G",))
+        self.interface = interface
+
+    def tamp_interface(self, state: State, camp: object, seed: int, settings: object) -> object:
+        return self.interface
+
+
+def test_tamp_forgets_learnt_facts_when_they_make_the_task_unsolvable() -> None:
+    planner = TAMP()
+    planner.prepare(_ScriptedMDP(_ScriptedInterface(unsolvable=True, flaky=0)), Deadline(60))
+    assert planner.last_stats["restarts"] == 1
+    # Nothing left to forget: the proof of unsolvability stands.
+    stuck = _ScriptedMDP(_ScriptedInterface(unsolvable=True, flaky=0, can_forget=False))
+    with pytest.raises(NoPlanFound, match="unsolvable"):
+        TAMP().prepare(stuck, Deadline(60))
+
+
+def test_tamp_resamples_unexplained_refinement_failures_up_to_its_budget() -> None:
+    planner = TAMP(max_resamples=2)
+    planner.prepare(_ScriptedMDP(_ScriptedInterface(unsolvable=False, flaky=2)), Deadline(60))
+    assert planner.last_stats["resamples"] == 2
+    with pytest.raises(NoPlanFound, match="no sample worked"):
+        TAMP(max_resamples=2).prepare(
+            _ScriptedMDP(_ScriptedInterface(unsolvable=False, flaky=3)), Deadline(60)
+        )
+    with pytest.raises(ValueError, match="max_resamples"):
+        TAMP(max_resamples=-1)
+    with pytest.raises(ValueError, match="relaxed"):
+        TAMP(relaxed="straight")

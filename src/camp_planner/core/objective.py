@@ -40,6 +40,9 @@ class EpisodeResult:
     states: list[State] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
     stage_times_s: dict[str, float] = field(default_factory=dict)
+    # Why each abandoned attempt stopped ("<attempt label>: <planner's message>"), so that a
+    # failure can be explained without rerunning it.
+    failures: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -54,6 +57,7 @@ class EpisodeResult:
             "fallbacks": self.fallbacks,
             "used": list(self.used),
             "stage_times_s": {k: round(v, 6) for k, v in self.stage_times_s.items()},
+            "failures": list(self.failures),
         }
 
 
@@ -112,6 +116,7 @@ def run_with_fallbacks(
     ret, discount, compute = 0.0, 1.0, 0.0
     calls, violations, fallbacks, t = 0, 0, 0, 0
     stages = {"setup": 0.0, "prepare": 0.0, "act": 0.0}
+    failures: list[str] = []
     outcome = "horizon"
 
     current = next(chain, None)
@@ -120,13 +125,15 @@ def run_with_fallbacks(
         compute += current.setup_time_s
         stages["setup"] += current.setup_time_s
         camp = current.camp
-        status, spent = _prepare(current, _plan_mdp(mdp, current), Deadline(timeout_s, clock))
+        status, message, spent = _prepare(
+            current, _plan_mdp(mdp, current), Deadline(timeout_s, clock)
+        )
         compute += spent
         stages["prepare"] += spent
         outcome = status or "horizon"
         while outcome == "horizon" and t < mdp.horizon and not mdp.is_terminal(state):
             abstract = camp.sigma(state) if camp is not None else state
-            chosen, status, spent = _act(current, abstract, Deadline(timeout_s, clock))
+            chosen, status, message, spent = _act(current, abstract, Deadline(timeout_s, clock))
             compute += spent
             stages["act"] += spent
             calls += 1
@@ -145,6 +152,8 @@ def run_with_fallbacks(
             t += 1
         for stage, seconds in current.planner.stage_times.items():
             stages[stage] = stages.get(stage, 0.0) + seconds
+        if status is not None:
+            failures.append(f"{current.label}: {message}")
         if outcome == "horizon" or t >= mdp.horizon or mdp.is_terminal(state):
             break
         current = next(chain, None)
@@ -167,6 +176,7 @@ def run_with_fallbacks(
         states=states,
         actions=actions,
         stage_times_s=stages,
+        failures=failures,
     )
 
 
@@ -174,26 +184,29 @@ def _plan_mdp(mdp: FactoredMDP, attempt: Attempt) -> FactoredMDP:
     return attempt.camp if attempt.camp is not None else mdp
 
 
-def _prepare(attempt: Attempt, mdp: FactoredMDP, deadline: Deadline) -> tuple[str | None, float]:
-    """Run ``prepare``; return (failure outcome or None, seconds spent)."""
+def _prepare(
+    attempt: Attempt, mdp: FactoredMDP, deadline: Deadline
+) -> tuple[str | None, str, float]:
+    """Run ``prepare``; return (failure outcome or None, its message, seconds spent)."""
     try:
         attempt.planner.prepare(mdp, deadline)
-        status = None
+        status, message = None, ""
     except PlanningError as exc:
-        status = _failure(exc)
-    return status, deadline.elapsed
+        status, message = _failure(exc), str(exc)
+    return status, message, deadline.elapsed
 
 
 def _act(
     attempt: Attempt, state: State, deadline: Deadline
-) -> tuple[Action | None, str | None, float]:
-    """Run one ``act`` call; return (action or None, failure outcome or None, seconds spent)."""
+) -> tuple[Action | None, str | None, str, float]:
+    """Run one ``act`` call; return (action or None, failure outcome or None, its message,
+    seconds spent)."""
     try:
         action: Action | None = attempt.planner.act(state, deadline)
-        status = None
+        status, message = None, ""
     except PlanningError as exc:
-        action, status = None, _failure(exc)
-    return action, status, deadline.elapsed
+        action, status, message = None, _failure(exc), str(exc)
+    return action, status, message, deadline.elapsed
 
 
 def _failure(exc: PlanningError) -> str:

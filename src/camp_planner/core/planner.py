@@ -27,6 +27,11 @@ class NoPlanFound(PlanningError):
     """The planner proved (or concluded) that no rewarding plan exists."""
 
 
+class Unsolvable(NoPlanFound):
+    """A search proved its (symbolic) problem has no solution: callers that built the
+    problem from assumptions, such as a TAMP layer's learnt obstructions, may revise them."""
+
+
 @dataclass
 class Deadline:
     """A wall-clock budget for one planning call; ``seconds=None`` means unlimited."""

@@ -31,6 +31,7 @@ from camp_planner.core.planner import (
     Planner,
     PlanningError,
     PlanningTimeout,
+    Unsolvable,
 )
 from camp_planner.pddl.export import export, lifted_plan_names, strips_base
 
@@ -317,7 +318,7 @@ class FDRunner:
 
     def _check_code(self, code: int, deadline: Deadline, log: str) -> None:
         if code in _UNSOLVABLE:
-            raise NoPlanFound("Fast Downward proved the task unsolvable")
+            raise Unsolvable("Fast Downward proved the task unsolvable")
         if code in _OUT_OF_TIME or deadline.expired():
             raise PlanningTimeout(f"Fast Downward ran out of time (exit code {code})")
         if code not in _PLAN_FOUND:

@@ -29,7 +29,7 @@ class Stilman(InterfacePlanner):
 
     Settings:
         max_depth: how deep obstructions of obstructions are resolved.
-        motion_timeout_s, detour_timeout_s, motion_planner: as for the TAMP planner.
+        motion_timeout_s, detour_timeout_s, motion_planner, relaxed: as for the TAMP planner.
     """
 
     name = "stilman"
@@ -41,8 +41,9 @@ class Stilman(InterfacePlanner):
         motion_timeout_s: float = 1.0,
         detour_timeout_s: float = 0.5,
         motion_planner: str = "RRTConnect",
+        relaxed: str = "grid",
     ) -> None:
-        super().__init__(seed, motion_timeout_s, motion_planner, detour_timeout_s)
+        super().__init__(seed, motion_timeout_s, motion_planner, detour_timeout_s, relaxed)
         if max_depth < 0:
             raise ValueError(f"max_depth must be non-negative, got {max_depth}")
         self.max_depth = max_depth

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from camp_planner.core.camp import CAMP
 from camp_planner.core.mdp import Action, FactoredMDP, State
-from camp_planner.core.planner import Deadline, NoPlanFound, Planner, PlanningError
+from camp_planner.core.planner import Deadline, NoPlanFound, Planner, PlanningError, Unsolvable
 from camp_planner.planners.fast_downward import FDRunner
 
 
@@ -56,6 +56,11 @@ class TampInterface(Protocol):
 
     def learn(self, facts: list[str]) -> None:
         """Add facts (e.g. ``(blocks box_r3_1 goal)``) to the symbolic state."""
+
+    def forget(self) -> bool:
+        """Drop every learnt fact, keeping the geometric state reached so far; False if
+        there was nothing to drop. Called when the learnt facts made the symbolic problem
+        unsolvable: each fact is true of one sampled path, not of every way."""
 
     def at_goal(self) -> bool:
         """Whether the current state achieves the task."""
@@ -94,14 +99,18 @@ class InterfacePlanner(Planner):
         motion_timeout_s: float,
         motion_planner: str,
         detour_timeout_s: float,
+        relaxed: str = "grid",
     ) -> None:
         super().__init__(seed)
         if not motion_timeout_s > 0:
             raise ValueError(f"motion_timeout_s must be positive, got {motion_timeout_s}")
+        if relaxed not in ("grid", "ompl"):
+            raise ValueError(f"relaxed must be 'grid' or 'ompl', got {relaxed!r}")
         self.settings: dict[str, Any] = {
             "motion_timeout_s": motion_timeout_s,
             "motion_planner": motion_planner,
             "detour_timeout_s": detour_timeout_s,
+            "relaxed": relaxed,
         }
         self._mdp: FactoredMDP | None = None
         self._plan: list[Action] = []
@@ -144,9 +153,13 @@ class TAMP(InterfacePlanner):
     Settings:
         search: Fast Downward's ``--search`` for the symbolic layer.
         max_replans: give up (no plan) after this many refinement failures.
+        max_resamples: how many unexplained refinement failures (nothing learnt) are retried
+            with fresh samples before giving up.
         motion_timeout_s: the budget of one motion-planning query (capped by the deadline).
         motion_planner: the OMPL planner for base motions (e.g. RRTConnect).
         detour_timeout_s: the budget for looking for a way around known obstructions.
+        relaxed: how obstructions are named: ``grid`` (a path through the fewest movable
+            objects) or ``ompl`` (a motion plan through movable objects, whichever it crosses).
         fd_mode: ``driver`` or ``resident`` (see the Fast Downward planner).
     """
 
@@ -161,16 +174,25 @@ class TAMP(InterfacePlanner):
         motion_planner: str = "RRTConnect",
         detour_timeout_s: float = 0.5,
         fd_mode: str = "driver",
+        relaxed: str = "grid",
+        max_resamples: int = 3,
     ) -> None:
-        super().__init__(seed, motion_timeout_s, motion_planner, detour_timeout_s)
+        super().__init__(seed, motion_timeout_s, motion_planner, detour_timeout_s, relaxed)
         if max_replans < 0:
             raise ValueError(f"max_replans must be non-negative, got {max_replans}")
         self.runner = FDRunner(search=search, mode=fd_mode)
         self.max_replans = max_replans
+        if max_resamples < 0:
+            raise ValueError(f"max_resamples must be non-negative, got {max_resamples}")
+        self.max_resamples = max_resamples
         self.deviations = 0
+        self.restarts = 0
+        self.resamples = 0
 
     def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
         self.deviations = 0
+        self.restarts = 0
+        self.resamples = 0
         super().prepare(mdp, deadline)
 
     def act(self, state: State, deadline: Deadline) -> Action:
@@ -209,8 +231,20 @@ class TAMP(InterfacePlanner):
                 deadline.check()
                 domain, problem = interface.pddl()
                 t0 = time.perf_counter()
-                lines = self.runner.solve(domain, problem, deadline)
-                self._add_time("task_planning", time.perf_counter() - t0)
+                try:
+                    lines = self.runner.solve(domain, problem, deadline)
+                except Unsolvable:
+                    # The obstructions learnt so far, each read off one sampled path, cannot
+                    # all hold of the ways the plan needs (e.g. A blocks the way to B and B
+                    # the way to A). Forget them and rediscover from the state reached: the
+                    # boxes already moved stay moved.
+                    replans += 1
+                    if not interface.forget() or replans > self.max_replans:
+                        raise
+                    self.restarts += 1
+                    continue
+                finally:
+                    self._add_time("task_planning", time.perf_counter() - t0)
                 steps = [tuple(line.strip("() ").split()) for line in lines if line.startswith("(")]
                 failed: Refinement | None = None
                 for step in steps:
@@ -229,7 +263,14 @@ class TAMP(InterfacePlanner):
                         raise NoPlanFound("the refined plan does not reach the goal")
                     break
                 if not failed.facts:
-                    raise NoPlanFound(f"refinement failed: {failed.reason}")
+                    # Nothing to learn, but refinement samples (target poses, placements,
+                    # OMPL's random trees): the same step may refine on another draw, as
+                    # Srivastava et al.'s interface layer resamples before giving up.
+                    if self.resamples >= self.max_resamples or replans >= self.max_replans:
+                        raise NoPlanFound(f"refinement failed: {failed.reason}")
+                    self.resamples += 1
+                    replans += 1
+                    continue
                 replans += 1
                 if replans > self.max_replans:
                     raise NoPlanFound(f"gave up after {self.max_replans} replans: {failed.reason}")
@@ -243,6 +284,8 @@ class TAMP(InterfacePlanner):
             "actions": len(actions),
             "symbolic_steps": symbolic_steps,
             "replans": replans,
+            "restarts": self.restarts,
+            "resamples": self.resamples,
             "collision_checks": int(getattr(interface, "checks", 0)),
         }
         if not self._plan:

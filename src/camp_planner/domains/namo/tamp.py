@@ -21,6 +21,7 @@ one is refined, so a finished plan has been verified by execution.
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
 import time
@@ -47,6 +48,10 @@ PLAN_MARGIN = 0.03
 EDGE_RESOLUTION = 0.004  # OMPL's edge checks: 0.4 % of the SE(2) extent, about 5 cm
 GRID_CELL = 0.05  # metres, for the quick reachability test before motion planning
 DOOR_KEEP_OUT = 0.75  # metres around a doorway's centre where nothing may be put down
+# A grid cell under a box costs this many free cells: a box (about 15 cells across, with the
+# disc's radius around it) outweighs any detour in a 180 x 180 grid.
+BOX_CELL_COST = 1000.0
+NEAR_BOX_CELL_COST = 10.0
 
 
 def allowed_rooms(camp: CAMP | None) -> frozenset[int] | None:
@@ -81,12 +86,16 @@ class NamoTampInterface:
         self.motion_timeout = float(settings.get("motion_timeout_s", 2.0))
         self.motion_planner = str(settings.get("motion_planner", "RRTConnect"))
         self.detour_timeout = float(settings.get("detour_timeout_s", 0.5))
+        self.relaxed_mode = str(settings.get("relaxed", "grid"))
+        if self.relaxed_mode not in ("grid", "ompl"):
+            raise ValueError(f"relaxed must be 'grid' or 'ompl', got {self.relaxed_mode!r}")
         self.stage_times: dict[str, float] = {}
         self.checks = 0
         self.at = "here"
         self.moved: set[str] = set()
         self.blocks: dict[str, set[str]] = {}  # location -> boxes blocking the way there
         self.near: set[str] = set()  # boxes that have a near_<box> location
+        self.placements: dict[str, int] = {}  # how often each box was put down this call
         self._corridor: list[Pose2D] | None = None
         self.keep_out: list[Pose2D] = []
         self.order: list[str] = []
@@ -148,6 +157,19 @@ class NamoTampInterface:
                 self.near.add(box)
                 # A box moved once but in the way again must be moved again.
                 self.moved.discard(box)
+
+    def forget(self) -> bool:
+        if not self.blocks:
+            return False
+        self.blocks.clear()
+        # Boxes already put aside stay where they are; only the symbolic claims about which
+        # box blocks which way are dropped, and re-learnt from the current geometry.
+        self.near = {b for b in self.near if b == str(self.state[2])}
+        if self.at.startswith("near_") and self.at[len("near_") :] not in self.near:
+            self.at = "here"  # "where this call's robot is", now that near_<box> is gone
+        self.keep_out = []
+        self._corridor = None
+        return True
 
     def at_goal(self) -> bool:
         return self.mdp.is_terminal(self.state)
@@ -242,32 +264,37 @@ class NamoTampInterface:
         self._timed("motion_planning", t0)
         return result
 
-    def _connected(self, start: Pose2D, goal: Pose2D, ignore_boxes: bool, solid: str) -> bool:
-        """A necessary condition for a base path: on a 5 cm grid, the centre of the disc
-        inscribed in the base can get from start to goal without that disc overlapping a wall,
-        a forbidden room, the goal object or a (non-ignored) box. The robot contains the disc,
-        so when this fails no path exists; the disc is shrunk by a cell diagonal so that the
-        grid never blocks a gap the disc could pass."""
+    def _grid_setup(self) -> tuple[float, int, float, np.ndarray]:
+        """Cell size, cells per side, the inscribed disc's radius shrunk by a cell diagonal
+        (so the grid never blocks a gap the disc could pass), and the cells that walls,
+        forbidden rooms and the goal object block (these never move: computed once)."""
         cell = GRID_CELL
         n = math.ceil(self.task.settings.world_size / cell)
         radius = self.task.settings.base_half_extent - cell * math.sqrt(2)
-        if self._static_blocked is None:  # walls, forbidden rooms and the goal never move
+        if self._static_blocked is None:
             gx, gy = self.task.goal
             g = self.task.settings.goal_radius
             static = np.zeros((n, n), dtype=bool)
             for rect in [*self.task.walls(), *self._forbidden, (gx - g, gy - g, gx + g, gy + g)]:
                 _block(static, rect, radius, cell)
             self._static_blocked = static
-        blocked = self._static_blocked.copy()
+        return cell, n, radius, self._static_blocked
+
+    def _cell(self, p: Pose2D, cell: float, n: int) -> tuple[int, int]:
+        return (min(max(int(p[1] / cell), 0), n - 1), min(max(int(p[0] / cell), 0), n - 1))
+
+    def _connected(self, start: Pose2D, goal: Pose2D, ignore_boxes: bool, solid: str) -> bool:
+        """A necessary condition for a base path: on a 5 cm grid, the centre of the disc
+        inscribed in the base can get from start to goal without that disc overlapping a wall,
+        a forbidden room, the goal object or a (non-ignored) box. The robot contains the disc,
+        so when this fails no path exists."""
+        cell, n, radius, static = self._grid_setup()
+        blocked = static.copy()
         for name in SLOT_NAMES:
             value = self._value(name)
             if isinstance(value, tuple) and (not ignore_boxes or name == solid):
                 _block(blocked, self.task.box_rect(float(value[0]), float(value[1])), radius, cell)
-
-        def index(p: Pose2D) -> tuple[int, int]:
-            return (min(max(int(p[1] / cell), 0), n - 1), min(max(int(p[0] / cell), 0), n - 1))
-
-        s, t = index(start), index(goal)
+        s, t = self._cell(start, cell, n), self._cell(goal, cell, n)
         blocked[s] = blocked[t] = False  # both poses were checked exactly by the caller
         seen = np.zeros_like(blocked)
         seen[s] = True
@@ -283,6 +310,73 @@ class NamoTampInterface:
                         nxt.append((rr, cc))
             frontier = nxt
         return s == t
+
+    def _fewest_boxes_path(self, start: Pose2D, goal: Pose2D, solid: str) -> list[Pose2D] | None:
+        """A relaxed path that runs through as few movable boxes as it can (a minimum
+        constraint removal path on the 5 cm grid, after Hauser's MCR): Dijkstra where a cell
+        under a box costs far more than a free one, so the path crosses the fewest box cells
+        first and is the shortest such path second. Walls, forbidden rooms, the goal object
+        and ``solid`` stay impassable. Poses follow the cells, heading along the path; None
+        if even this relaxation has no path.
+
+        A random relaxed motion plan names whichever boxes its path happens to cross, and
+        the conjunction of such facts over several locations can make the symbolic problem
+        unsolvable (A must go before B's way is free, and B before A's); the fewest-boxes
+        path names only obstructions no way around avoids."""
+        cell, n, radius, static = self._grid_setup()
+        blocked = static.copy()
+        under_box = np.zeros((n, n), dtype=bool)
+        near_box = np.zeros((n, n), dtype=bool)
+        # Beyond the inscribed disc the base's corners (and the tucked arm) may still touch
+        # a box, depending on the heading: cells there cost a little, so that a path keeps
+        # clear of boxes where it can rather than grazing (and so naming) them.
+        reach = self.task.settings.base_half_extent * math.sqrt(2) + PLAN_MARGIN
+        for name in SLOT_NAMES:
+            value = self._value(name)
+            if isinstance(value, tuple):
+                rect = self.task.box_rect(float(value[0]), float(value[1]))
+                _block(blocked if name == solid else under_box, rect, radius, cell)
+                _block(near_box, rect, reach, cell)
+        s, t = self._cell(start, cell, n), self._cell(goal, cell, n)
+        blocked[s] = blocked[t] = False
+        cost = (
+            np.where(under_box, BOX_CELL_COST, np.where(near_box, NEAR_BOX_CELL_COST, 1.0))
+            .ravel()
+            .tolist()
+        )
+        wall = blocked.ravel().tolist()
+        src, dst = s[0] * n + s[1], t[0] * n + t[1]
+        dist = [math.inf] * (n * n)
+        parent = [-1] * (n * n)
+        dist[src] = 0.0
+        heap = [(0.0, src)]
+        while heap:
+            d, i = heapq.heappop(heap)
+            if i == dst:
+                break
+            if d > dist[i]:
+                continue
+            r, c = divmod(i, n)
+            for j, ok in ((i - n, r > 0), (i + n, r < n - 1), (i - 1, c > 0), (i + 1, c < n - 1)):
+                if ok and not wall[j]:
+                    nd = d + cost[j]
+                    if nd < dist[j]:
+                        dist[j] = nd
+                        parent[j] = i
+                        heapq.heappush(heap, (nd, j))
+        if math.isinf(dist[dst]):
+            return None
+        cells = [dst]
+        while cells[-1] != src:
+            cells.append(parent[cells[-1]])
+        cells.reverse()
+        points = [((i % n + 0.5) * cell, (i // n + 0.5) * cell) for i in cells[1:-1]]
+        poses: list[Pose2D] = [start]
+        for k, (x, y) in enumerate(points):
+            nx, ny = points[k + 1] if k + 1 < len(points) else (goal[0], goal[1])
+            poses.append((x, y, math.atan2(ny - y, nx - x)))
+        poses.append(goal)
+        return poses
 
     def _targets(self, loc: str) -> list[Pose2D]:
         """Candidate base poses for location ``loc``, free and inside the allowed rooms."""
@@ -346,9 +440,7 @@ class NamoTampInterface:
         for target, solid in tries:
             if deadline.expired() or (best is not None and solid != target_box):
                 break
-            relaxed = self._plan(
-                start, target, True, deadline, 2 * self.motion_timeout, solid=solid
-            )
+            relaxed = self._relaxed(start, target, deadline, solid)
             if relaxed.path is None:
                 continue
             blockers = self._boxes_on(relaxed.path)
@@ -391,6 +483,29 @@ class NamoTampInterface:
             facts=[f"(blocks {b} {loc})" for b in order if b in blockers],
             reason=f"{', '.join(sorted(blockers))} block the way to {loc}",
         )
+
+    def _relaxed(
+        self, start: Pose2D, target: Pose2D, deadline: Deadline, solid: str
+    ) -> MotionResult:
+        """A path that may pass through movable boxes (all but ``solid``), to name the ones
+        in the way. ``relaxed: grid`` (the default) takes the fewest-boxes grid path; when
+        that path is clear it asks OMPL for a drivable path with every box solid (returned
+        with its ``vertices``), and only when OMPL finds none there (the grid's disc passed
+        a gap the real base does not) falls back to OMPL through boxes. ``relaxed: ompl``
+        is the earlier behaviour: one OMPL query through boxes, whatever they cross."""
+        if self.relaxed_mode == "ompl":
+            return self._plan(start, target, True, deadline, 2 * self.motion_timeout, solid=solid)
+        t0 = time.perf_counter()
+        path = self._fewest_boxes_path(start, target, solid)
+        self._timed("motion_planning", t0)
+        if path is None:
+            return MotionResult(None, time.perf_counter() - t0, 0, False)
+        if self._boxes_on(path):
+            return MotionResult(path, time.perf_counter() - t0, 0, False)
+        clear = self._plan(start, target, False, deadline, solid=solid)
+        if clear.vertices is not None:
+            return clear
+        return self._plan(start, target, True, deadline, 2 * self.motion_timeout, solid=solid)
 
     def _approach(self, path: list[Pose2D], box: str) -> Pose2D | None:
         """The last pose of ``path`` before it reaches ``box`` from which the box can be
@@ -463,31 +578,44 @@ class NamoTampInterface:
             if self.state[2] != NONE:
                 return []
             goal = self._targets("goal")
-            path = (
-                self._plan(self._pose(self.state), goal[0], True, deadline).path if goal else None
-            )
+            path: list[Pose2D] | None = None
+            if goal and self.relaxed_mode == "grid":
+                t0 = time.perf_counter()
+                path = self._fewest_boxes_path(self._pose(self.state), goal[0], "")
+                self._timed("motion_planning", t0)
+            elif goal:
+                path = self._plan(self._pose(self.state), goal[0], True, deadline).path
             self._corridor = (path or [])[::4]
         return self._corridor
 
     def _refine_place(self, box: str, deadline: Deadline) -> Refinement:
-        corridor_t0 = time.perf_counter()
-        self._corridor_poses(deadline)
-        self._timed("motion_planning", corridor_t0)
+        self._corridor_poses(deadline)  # times its own motion planning
         t0 = time.perf_counter()
+        motion_before = self.stage_times.get("motion_planning", 0.0)
         try:
             return self._place(box, deadline)
         finally:
-            self._timed("grasp_place", t0)
+            # Carrying a box to a freer spot plans motions, already counted as motion
+            # planning: the stages stay disjoint, so they add up.
+            carried = self.stage_times.get("motion_planning", 0.0) - motion_before
+            self.stage_times["grasp_place"] = (
+                self.stage_times.get("grasp_place", 0.0) + time.perf_counter() - t0 - carried
+            )
 
     def _place(self, box: str, deadline: Deadline) -> Refinement:
         keep_out = self._corridor_poses(deadline) + self.keep_out
-        done = self._place_avoiding(box, keep_out, deadline)
-        if done is not None:
-            return done
-        # Nowhere here: carry the box (checked with the robot) to a freer spot nearby.
-        done = self._carry_and_place(box, keep_out, deadline)
-        if done is not None:
-            return done
+        placed_before = self.placements.get(box, 0)
+        self.placements[box] = placed_before + 1
+        # A box put down within reach once and found in the way again is standing in a
+        # cramped spot: carry it off first, rather than put it down nearby once more.
+        order = ("carry", "reach") if placed_before else ("reach", "carry")
+        for how in order:
+            if how == "reach":
+                done = self._place_avoiding(box, keep_out, deadline)
+            else:  # carry the box (checked with the robot) to a freer spot nearby
+                done = self._carry_and_place(box, keep_out, deadline)
+            if done is not None:
+                return done
         # A box merely near the corridor beats no placement (a later move reports it).
         done = self._place_avoiding(box, [], deadline, doors=False)
         if done is not None:
