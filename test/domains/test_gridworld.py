@@ -172,3 +172,42 @@ def test_value_estimate_is_consistent_and_exact_without_enemies(index: int) -> N
                 dist[nb] = dist[(r, c)] + 1
                 queue.append(nb)
     assert mdp.value_estimate(s0) == pytest.approx(reward * mdp.gamma ** (dist[task.goal] - 1))
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_a_camps_estimate_counts_only_the_rooms_its_context_allows(index: int) -> None:
+    from camp_planner.core.camp import CAMP
+    from camp_planner.core.context_space import ContextSpaceSpec, generate_context_space
+
+    task = D.make_tasks(CFG, "train")[index]
+    mdp = D.make_mdp(task, CFG)
+    reward = task.settings.goal_reward
+    space = generate_context_space(mdp, ContextSpaceSpec.from_mapping(CFG["contexts"]))
+    s0 = mdp.initial_state()
+    tighter = 0
+    for context in space:
+        camp = CAMP.build(mdp, context, None)
+        rooms = {int(str(r)) for r in context.allowed_values().get("agent_room", range(9))}
+        # Maze distance through the allowed rooms' cells only, computed independently.
+        dist: dict[tuple[int, int], int] = {}
+        if task.room_of(task.goal) in rooms:
+            dist, queue = {task.goal: 0}, deque([task.goal])
+            while queue:
+                r, c = queue.popleft()
+                for nb in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+                    ok = nb in set(task.cells()) and task.room_of(nb) in rooms
+                    if ok and nb not in dist and task.passable((r, c), nb):
+                        dist[nb] = dist[(r, c)] + 1
+                        queue.append(nb)
+        for cell in set(task.cells()) - {task.goal}:
+            state = camp.sigma(mdp.assign_state(s0, 0, cell))
+            got = camp.value_estimate(state)
+            base = mdp.value_estimate(mdp.assign_state(s0, 0, cell))
+            assert got is not None and base is not None
+            want = reward * mdp.gamma ** (dist[cell] - 1) if cell in dist else 0.0
+            assert got == pytest.approx(want)
+            # Never above the context-blind estimate: a CAMP trajectory that reaches the goal
+            # stays in the allowed rooms, so this bound is still optimistic, only tighter.
+            assert got <= base + 1e-9
+            tighter += got < base - 1e-9
+    assert tighter > 0  # some context forces a detour (or cuts the goal off) somewhere

@@ -89,6 +89,7 @@ class CAMP(FactoredMDP):
         self._sigma_get = _tuple_getter(self.keep_state)
         self._tau_get = _tuple_getter(self.keep_action)
         self._tau_inv_memo: dict[Action, Action] = {}
+        self._context_estimate = base.context_value_estimate(self.context)
 
     # --- the abstraction -------------------------------------------------------------------
     @property
@@ -145,6 +146,8 @@ class CAMP(FactoredMDP):
     def value_estimate(self, state: State, steps_left: int | None = None) -> float | None:
         if state == SINK:
             return None
+        if self._context_estimate is not None:
+            return self._context_estimate(self.sigma_inv(state), steps_left)
         # The base estimate ignores the context: it stays optimistic, and the search learns
         # where the sink lies.
         return self._base.value_estimate(self.sigma_inv(state), steps_left)

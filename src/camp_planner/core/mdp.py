@@ -9,11 +9,17 @@ from __future__ import annotations
 import math
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from camp_planner.core.context import Context
 
 State = tuple[Hashable, ...]
 Action = tuple[Hashable, ...]
+# (state, steps left or None) -> an optimistic value, as FactoredMDP.value_estimate.
+ValueEstimate = Callable[[State, "int | None"], "float | None"]
 
 
 def freeze(value: object) -> Hashable:
@@ -150,6 +156,13 @@ class FactoredMDP(ABC):
         a relaxed distance to the goal, and 0 when even that distance exceeds the steps left;
         for planners that evaluate search leaves with it instead of random rollouts. None if
         the domain offers none. Planners must stay correct without it: it only guides."""
+        return None
+
+    def context_value_estimate(self, context: Context) -> ValueEstimate | None:
+        """An optimistic estimate like :meth:`value_estimate` that also respects ``context``
+        (e.g. the distance to the goal through the rooms the context allows), for the CAMPs
+        built under it; None: the CAMP uses :meth:`value_estimate`, which ignores the context
+        and leaves the search to discover where the sink lies."""
         return None
 
     # --- what CSI learning needs -----------------------------------------------------------

@@ -21,7 +21,8 @@ import random
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State, Variable
+from camp_planner.core.context import Context
+from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State, ValueEstimate, Variable
 from camp_planner.domains.gridworld.world import (
     ENEMY_ROOMS,
     SLOTS_PER_ROOM,
@@ -91,6 +92,7 @@ class GridworldMDP(FactoredMDP):
             room: [k for k, r in enumerate(self._slot_room) if r == room] for room in range(9)
         }
         self._goal_distance = self._distances_to_goal()
+        self._goal_distance_within: dict[frozenset[int], dict[Cell, int]] = {}
 
     def value_count(self, index: int) -> float:
         """An enemy slot takes the cells of its patrol loop or ``removed``; an empty slot
@@ -101,9 +103,12 @@ class GridworldMDP(FactoredMDP):
         return 1.0 if cycle is None else float(len(cycle) + 1)
 
     # --- helpers ---------------------------------------------------------------------------
-    def _distances_to_goal(self) -> dict[Cell, int]:
-        """Maze distance of every cell to the goal, ignoring enemies (a relaxation)."""
+    def _distances_to_goal(self, rooms: frozenset[int] | None = None) -> dict[Cell, int]:
+        """Maze distance of every cell to the goal, ignoring enemies (a relaxation); with
+        ``rooms``, through the cells of those rooms only (empty if the goal is outside)."""
         task = self._task
+        if rooms is not None and task.room_of(task.goal) not in rooms:
+            return {}
         dist = {task.goal: 0}
         frontier = [task.goal]
         while frontier:
@@ -112,6 +117,8 @@ class GridworldMDP(FactoredMDP):
                 for dr, dc in MOVES.values():
                     other = (cell[0] + dr, cell[1] + dc)
                     inside = 0 <= other[0] < task.height and 0 <= other[1] < task.width
+                    if rooms is not None and inside and task.room_of(other) not in rooms:
+                        continue
                     if inside and other not in dist and task.passable(other, cell):
                         dist[other] = dist[cell] + 1
                         nxt.append(other)
@@ -193,9 +200,25 @@ class GridworldMDP(FactoredMDP):
     def value_estimate(self, state: State, steps_left: int | None = None) -> float | None:
         # Enemies can only delay the agent, so the goal reward discounted by the maze
         # distance bounds the value from above.
+        return self._estimate(self._goal_distance, state, steps_left)
+
+    def context_value_estimate(self, context: Context) -> ValueEstimate | None:
+        """Under ``agent_room ∈ R`` the agent can only use the cells of rooms in R (one step
+        into another room ends in the sink), so the maze distance through R alone is still
+        an upper bound on the CAMP's value, and a far tighter one when R forces a detour."""
+        rooms = context.allowed_values().get("agent_room")
+        if context.kind != "disjunction" or rooms is None or len(context.variables) != 1:
+            return None
+        allowed = frozenset(int(str(r)) for r in rooms)
+        distances = self._goal_distance_within.get(allowed)
+        if distances is None:
+            distances = self._goal_distance_within[allowed] = self._distances_to_goal(allowed)
+        return lambda state, steps_left: self._estimate(distances, state, steps_left)
+
+    def _estimate(self, distances: dict[Cell, int], state: State, steps_left: int | None) -> float:
         pos = state[0]
         assert isinstance(pos, tuple)
-        d = self._goal_distance.get((int(pos[0]), int(pos[1])))
+        d = distances.get((int(pos[0]), int(pos[1])))
         if not d or (steps_left is not None and d > steps_left):
             return 0.0  # unreachable (in time), or already at the goal (terminal)
         return float(self._task.settings.goal_reward * self.gamma ** (d - 1))
