@@ -81,7 +81,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", type=int, default=0, help="task index within the split")
     p.add_argument("--split", choices=("train", "test"), default="test")
     _planner_arg(p)
-    p.add_argument("--context", default="universal", help="index, id or name (`camp contexts`)")
+    p.add_argument(
+        "--context",
+        help="index, id or name (`camp contexts`); default: the one a selector bundle picks "
+        "(with fallbacks), else the universal context",
+    )
+    p.add_argument(
+        "--bundle",
+        type=Path,
+        help="selector bundle for choosing the context (default: the one `camp train` wrote "
+        "for --planner/--seed under --artifacts, else the bundle the package ships, if any)",
+    )
     p.add_argument("--pure", action="store_true", help="pure planning in the full MDP")
     p.add_argument("--ablation", action="store_true", help="sink only, no projection")
     p.add_argument("--seed", type=int, default=0)
@@ -279,16 +289,26 @@ def _plan(args: argparse.Namespace) -> int:
     task = pipe.task(args.split, args.task)
     if args.pure and args.ablation:
         raise CampError("--pure and --ablation exclude each other")
-    context = None if args.pure else pipe.space.resolve(args.context)
-    result, camp = pipe.run(
-        task,
-        args.planner,
-        context,
-        seed=args.seed,
-        ablation=args.ablation,
-        lam=args.lam,
-        timeout_s=args.timeout,
-    )
+    if args.bundle is not None and (args.context is not None or args.pure or args.ablation):
+        raise CampError("--bundle selects the context: drop --context/--pure/--ablation")
+    selection: dict[str, Any] | None = None
+    context: Context | None
+    bundle_path = None
+    if args.context is None and not args.pure and not args.ablation:
+        bundle_path = _plan_bundle(args, pipe)
+    if bundle_path is not None:
+        context, camp, result, selection = _plan_selected(args, pipe, task, bundle_path)
+    else:
+        context = None if args.pure else pipe.space.resolve(args.context or "universal")
+        result, camp = pipe.run(
+            task,
+            args.planner,
+            context,
+            seed=args.seed,
+            ablation=args.ablation,
+            lam=args.lam,
+            timeout_s=args.timeout,
+        )
     mdp_vars = [v.name for v in pipe.domain.make_mdp(task, pipe.config).variables]
     dropped = list(camp.dropped_variables) if camp is not None else []
     record = {
@@ -303,6 +323,8 @@ def _plan(args: argparse.Namespace) -> int:
         "lambda": pipe.lam(args.planner) if args.lam is None else args.lam,
         **result.summary(),
     }
+    if selection is not None:
+        record["selection"] = selection
     if args.render:
         label = context.name if context is not None else "pure planning"
         ctx = context if context is not None else Context.universal()
@@ -314,6 +336,45 @@ def _plan(args: argparse.Namespace) -> int:
         for key, value in record.items():
             print(f"{key:>20}: {value}")
     return 0
+
+
+def _plan_bundle(args: argparse.Namespace, pipe: Any) -> Path | None:
+    """The selector bundle ``camp plan`` chooses contexts with, if any."""
+    from camp_planner.learning.bundle import shipped_bundle
+
+    if args.bundle is not None:
+        return Path(args.bundle)
+    trained = args.artifacts / pipe.domain.name / args.planner / f"seed{args.seed}" / "selector.pt"
+    if trained.is_file():
+        return Path(trained)
+    return shipped_bundle(pipe.domain.name, args.planner)
+
+
+def _plan_selected(
+    args: argparse.Namespace, pipe: Any, task: Any, path: Path
+) -> tuple[Context, Any, Any, dict[str, Any]]:
+    """Plan ``task`` the CAMP way with the bundle at ``path``: the selector's choice, its
+    fallbacks, and what to report about the selection."""
+    from camp_planner.learning.bundle import load_bundle
+    from camp_planner.learning.methods import CampMethod
+
+    bundle = load_bundle(path, pipe.domain.name, pipe.domain.version)
+    if args.lam is not None or args.timeout is not None:
+        pipe.config["lambda"][args.planner] = (
+            pipe.lam(args.planner) if args.lam is None else args.lam
+        )
+        if args.timeout is not None:
+            pipe.config["timeout_s"] = float(args.timeout)
+    run = CampMethod(bundle).run(pipe, args.planner, task, args.seed)
+    selection = {
+        "bundle": str(path),
+        "latency_s": round(run.selection_s, 6),
+        "ranked": [
+            {"id": c.id, "name": c.name, "probability": round(p, 4)} for c, p in run.ranked[:5]
+        ],
+        "fallbacks": run.result.fallbacks,
+    }
+    return run.context, run.camp, run.result, selection
 
 
 def _train(args: argparse.Namespace) -> int:

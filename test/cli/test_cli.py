@@ -173,3 +173,28 @@ def test_namo_plan_renders_and_prints_json(tmp_path: Path) -> None:
     assert any(v.startswith("box_r3_") for v in result["dropped_variables"])
     assert "motion_planning" in result["stage_times_s"]
     assert png.stat().st_size > 10_000
+
+
+@pytest.mark.pybullet
+@pytest.mark.fast_downward
+@pytest.mark.slow
+def test_namo_plan_without_a_context_uses_the_shipped_selector(tmp_path: Path) -> None:
+    png = tmp_path / "namo.png"
+    args = ["plan", "--domain", "namo", "--planner", "tamp", "--task", "4", "--json"]
+    done = _camp(
+        *args, "--render", str(png), "--artifacts", str(tmp_path / "artifacts"), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    selection = result["selection"]
+    assert selection["bundle"].endswith("namo-tamp.pt")
+    ranked = [r["name"] for r in selection["ranked"]]
+    assert ranked and all(0 <= r["probability"] <= 1 for r in selection["ranked"])
+    # The context planned in is the selector's first choice, or a fallback after it failed.
+    if selection["fallbacks"] == 0:
+        assert result["context"]["name"] == ranked[0]
+    assert result["used"][0] == next(r["id"] for r in selection["ranked"])
+    assert png.stat().st_size > 10_000
+    # A bundle that is not there is a clear error, not a silent universal context.
+    missing = _camp(*args, "--bundle", str(tmp_path / "nope.pt"), cwd=tmp_path)
+    assert missing.returncode == 2 and "nope.pt" in missing.stderr

@@ -22,6 +22,15 @@ from camp_planner.core.errors import CampError
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
 
 BUNDLE_FORMAT = 1
+# Bundles that ship inside the package, as ``<domain>-<planner>.pt``.
+SHIPPED_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+def shipped_bundle(domain: str, planner: str) -> Path | None:
+    """The selector bundle the package ships for ``domain`` and ``planner``, if any (today:
+    NAMO with TAMP, so that the ROS layer and ``camp plan`` work without hours of training)."""
+    path = SHIPPED_DIR / f"{domain}-{planner}.pt"
+    return path if path.is_file() else None
 
 
 @dataclass

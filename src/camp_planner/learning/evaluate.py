@@ -153,7 +153,6 @@ BREAKDOWN_STAGES = (
     "task_planning",
     "motion_planning",
     "grasp_place",
-    "search",
 )
 
 

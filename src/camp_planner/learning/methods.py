@@ -168,7 +168,12 @@ class CampMethod(Method):
         return CAMP.build(mdp, context, self.relevant(pipe, mdp, context), sink)
 
     def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:
-        task = pipe.task("test", task_index)
+        run = self.run(pipe, planner, pipe.task("test", task_index), seed)
+        return score_of(task_index, run.first.id, run.result)
+
+    def run(self, pipe: Pipeline, planner: str, task: Any, seed: int) -> CampRun:
+        """Select, build the CAMP, plan and execute ``task``, falling back down the ranking
+        (and finally to the universal context) whenever planning fails."""
         mdp = pipe.domain.make_mdp(task, pipe.config)
         settings = pipe.planner_settings(planner)
         t0 = time.perf_counter()
@@ -177,11 +182,13 @@ class CampMethod(Method):
         order = [c for c, _ in ranked[: 1 + self.max_fallbacks]]
         if not any(c.is_universal for c in order):
             order.append(Context.universal())
+        built: list[tuple[Context, CAMP]] = []
 
         def attempts() -> Iterator[Attempt]:
             for i, context in enumerate(order):
                 start = time.perf_counter()
                 camp = self.build(pipe, mdp, context)
+                built.append((context, camp))
                 setup = time.perf_counter() - start + (selection if i == 0 else 0.0)
                 yield Attempt(context.id, camp, make_planner(planner, seed=seed, **settings), setup)
 
@@ -192,7 +199,22 @@ class CampMethod(Method):
             timeout_s=float(pipe.config["timeout_s"]),
             rng=random.Random(seed),
         )
-        return score_of(task_index, order[0].id, result)
+        context, camp = built[-1]
+        return CampRun(result, ranked, selection, order[0], context, camp)
+
+
+@dataclass
+class CampRun:
+    """One task planned the CAMP way: the episode, the selector's ranking (probabilities),
+    the selection time, the context tried first, and the context and CAMP of the attempt that
+    ended the episode (a fallback's, if the first failed)."""
+
+    result: EpisodeResult
+    ranked: list[tuple[Context, float]]
+    selection_s: float
+    first: Context
+    context: Context
+    camp: CAMP
 
 
 class Oracle(Method):

@@ -30,8 +30,10 @@ PLAN_ACTION = "plan_task"
 
 def default_bundle() -> str:
     """The selector bundle that ships with the package (empty if this install has none)."""
-    path = Path(__file__).resolve().parent.parent / "data" / "namo-tamp.pt"
-    return str(path) if path.is_file() else ""
+    from camp_planner.learning.bundle import shipped_bundle  # torch: only when asked
+
+    path = shipped_bundle("namo", "tamp")
+    return str(path) if path is not None else ""
 
 
 def declare_service_params(node: Node) -> dict[str, Any]:
