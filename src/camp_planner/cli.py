@@ -359,12 +359,10 @@ def _plan_selected(
     from camp_planner.learning.methods import CampMethod
 
     bundle = load_bundle(path, pipe.domain.name, pipe.domain.version)
-    if args.lam is not None or args.timeout is not None:
-        pipe.config["lambda"][args.planner] = (
-            pipe.lam(args.planner) if args.lam is None else args.lam
-        )
-        if args.timeout is not None:
-            pipe.config["timeout_s"] = float(args.timeout)
+    if args.lam is not None:
+        pipe.config["lambda"][args.planner] = args.lam
+    if args.timeout is not None:
+        pipe.config["timeout_s"] = float(args.timeout)
     run = CampMethod(bundle).run(pipe, args.planner, task, args.seed)
     selection = {
         "bundle": str(path),
