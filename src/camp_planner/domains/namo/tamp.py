@@ -86,9 +86,7 @@ class NamoTampInterface:
         self.motion_timeout = float(settings.get("motion_timeout_s", 2.0))
         self.motion_planner = str(settings.get("motion_planner", "RRTConnect"))
         self.detour_timeout = float(settings.get("detour_timeout_s", 0.5))
-        self.relaxed_mode = str(settings.get("relaxed", "grid"))
-        if self.relaxed_mode not in ("grid", "ompl"):
-            raise ValueError(f"relaxed must be 'grid' or 'ompl', got {self.relaxed_mode!r}")
+        self.relaxed_mode = str(settings.get("relaxed", "grid"))  # validated by the planner
         self.stage_times: dict[str, float] = {}
         self.checks = 0
         self.at = "here"
@@ -440,10 +438,9 @@ class NamoTampInterface:
         for target, solid in tries:
             if deadline.expired() or (best is not None and solid != target_box):
                 break
-            relaxed = self._relaxed(start, target, deadline, solid)
+            relaxed, blockers = self._relaxed(start, target, deadline, solid)
             if relaxed.path is None:
                 continue
-            blockers = self._boxes_on(relaxed.path)
             if not blockers and relaxed.vertices is not None:
                 done = self._drive(relaxed.vertices, target, loc)
                 if done is not None:
@@ -486,26 +483,30 @@ class NamoTampInterface:
 
     def _relaxed(
         self, start: Pose2D, target: Pose2D, deadline: Deadline, solid: str
-    ) -> MotionResult:
-        """A path that may pass through movable boxes (all but ``solid``), to name the ones
-        in the way. ``relaxed: grid`` (the default) takes the fewest-boxes grid path; when
-        that path is clear it asks OMPL for a drivable path with every box solid (returned
-        with its ``vertices``), and only when OMPL finds none there (the grid's disc passed
-        a gap the real base does not) falls back to OMPL through boxes. ``relaxed: ompl``
-        is the earlier behaviour: one OMPL query through boxes, whatever they cross."""
-        if self.relaxed_mode == "ompl":
-            return self._plan(start, target, True, deadline, 2 * self.motion_timeout, solid=solid)
-        t0 = time.perf_counter()
-        path = self._fewest_boxes_path(start, target, solid)
-        self._timed("motion_planning", t0)
-        if path is None:
-            return MotionResult(None, time.perf_counter() - t0, 0, False)
-        if self._boxes_on(path):
-            return MotionResult(path, time.perf_counter() - t0, 0, False)
-        clear = self._plan(start, target, False, deadline, solid=solid)
-        if clear.vertices is not None:
-            return clear
-        return self._plan(start, target, True, deadline, 2 * self.motion_timeout, solid=solid)
+    ) -> tuple[MotionResult, set[str]]:
+        """A path that may pass through movable boxes (all but ``solid``), and the boxes it
+        runs into (``self.order`` holds them in the order met). ``relaxed: grid`` (the
+        default) takes the fewest-boxes grid path; when that path is clear it asks OMPL for
+        a drivable path with every box solid (returned with its ``vertices``), and only when
+        OMPL finds none there (the grid's disc passed a gap the real base does not) falls
+        back to OMPL through boxes. ``relaxed: ompl`` is the earlier behaviour: one OMPL
+        query through boxes, whatever they cross."""
+        if self.relaxed_mode == "grid":
+            t0 = time.perf_counter()
+            path = self._fewest_boxes_path(start, target, solid)
+            self._timed("motion_planning", t0)
+            if path is None:
+                return MotionResult(None, time.perf_counter() - t0, 0, False), set()
+            blockers = self._boxes_on(path)
+            if blockers:
+                return MotionResult(path, time.perf_counter() - t0, 0, False), blockers
+            clear = self._plan(start, target, False, deadline, solid=solid)
+            if clear.vertices is not None:
+                # Every box was solid for OMPL: this path runs into none of them.
+                self.order = []
+                return clear, set()
+        result = self._plan(start, target, True, deadline, 2 * self.motion_timeout, solid=solid)
+        return result, self._boxes_on(result.path) if result.path is not None else set()
 
     def _approach(self, path: list[Pose2D], box: str) -> Pose2D | None:
         """The last pose of ``path`` before it reaches ``box`` from which the box can be
