@@ -1,5 +1,6 @@
 import math
 import random
+from pathlib import Path
 
 import pytest
 from toy_mdps import LEFT, RIGHT, GridMDP, run_episode
@@ -159,3 +160,41 @@ def test_estimate_leaves_need_an_mdp_that_offers_an_estimate() -> None:
         planner.prepare(GridMDP(CORRIDOR), Deadline(None))
     with pytest.raises(ValueError, match="leaf"):
         MCTS(leaf="heuristic")
+
+
+@pytest.mark.parametrize("normalise", ["open", "tree"])
+def test_paths_that_end_the_episode_in_the_tree_set_the_range_only_when_asked(
+    normalise: str,
+) -> None:
+    mdp = _EstimatedGrid(CORRIDOR, trap_reward=-1000.0, goal_reward=100.0, horizon=10)
+    planner = MCTS(
+        seed=0, time_per_step=math.inf, max_iterations=100, leaf="estimate", normalise=normalise
+    )
+    planner.prepare(mdp, Deadline(None))
+    assert planner.act((2, 0), Deadline(None)) == RIGHT
+    assert planner._lo_all < -900  # the trap was tried...
+    # ...but only the tree-wide range counts it.
+    assert (planner._lo < -900) == (normalise == "tree")
+
+
+def test_normalise_must_be_known() -> None:
+    with pytest.raises(ValueError, match="normalise"):
+        MCTS(normalise="node")
+
+
+@pytest.mark.slow
+def test_a_camp_with_a_sink_reaches_the_goal_in_the_gridworld() -> None:
+    # Gridworld test task 5 in the sink-only CAMP of "stay out of rooms 6 and 7": with the
+    # tree-wide range the -1000 of the first path into the sink flattened every other
+    # difference and the agent wandered until the horizon (return 0).
+    from camp_planner.core.objective import run_episode as run_mdp_episode
+    from camp_planner.workflow import Pipeline
+
+    pipe = Pipeline.create("gridworld", None, Path("unused-artifacts"))
+    task = pipe.domain.make_tasks(pipe.config, "test")[5]
+    context = next(c for c in pipe.space if c.name == "agent_room ∈ {0,1,2,3,4,5,8}")
+    camp = pipe.build_camp(pipe.domain.make_mdp(task, pipe.config), context, True)
+    planner = MCTS(seed=0, time_per_step=math.inf, max_iterations=1000, leaf="estimate")
+    assert planner.normalise == "open"
+    result = run_mdp_episode(camp, planner, lam=0.0, timeout_s=None, rng=random.Random(0))
+    assert result.success

@@ -45,6 +45,12 @@ class MCTS(Planner):
         max_iterations: stop after this many iterations (``None``: no limit).
         exploration: the UCB1 constant, applied to returns normalised by their observed range,
             so the same value suits rewards of 1 and of 1000.
+        normalise: which returns set the range UCB1 rescales by: ``"tree"`` (every return the
+            search has seen) or ``"open"`` (the default: those of search paths that did not end
+            the episode inside the tree). A CAMP's sink is terminal and far below every other
+            return; counted in the range, the first path into it stretches the range so far
+            that the differences between all other actions vanish against exploration, and
+            the agent wanders. Exact terminal values need no rescaling to be compared.
         rollout_depth: total look-ahead (tree plus rollout) in steps; never beyond the MDP's
             horizon, which is the default.
         reuse_tree: keep the tree between steps (False: a fresh tree per step).
@@ -67,6 +73,7 @@ class MCTS(Planner):
         rollout_depth: int | None = None,
         reuse_tree: bool = True,
         leaf: str = "rollout",
+        normalise: str = "open",
     ) -> None:
         super().__init__(seed)
         if not time_per_step > 0:
@@ -79,7 +86,10 @@ class MCTS(Planner):
             raise ValueError(f"rollout_depth must be at least 1, got {rollout_depth}")
         if leaf not in ("rollout", "estimate"):
             raise ValueError(f"leaf must be 'rollout' or 'estimate', got {leaf!r}")
+        if normalise not in ("tree", "open"):
+            raise ValueError(f"normalise must be 'tree' or 'open', got {normalise!r}")
         self.leaf = leaf
+        self.normalise = normalise
         self.time_per_step = time_per_step
         self.max_iterations = max_iterations
         self.exploration = exploration
@@ -92,6 +102,8 @@ class MCTS(Planner):
         self._max_depth = 1
         self._lo = math.inf
         self._hi = -math.inf
+        self._lo_all = math.inf
+        self._hi_all = -math.inf
         self._step = 0
         self._tree: dict[tuple[State, int], _Node] = {}
 
@@ -111,6 +123,8 @@ class MCTS(Planner):
         self._tree = {}
         self._lo = math.inf
         self._hi = -math.inf
+        self._lo_all = math.inf
+        self._hi_all = -math.inf
 
     def act(self, state: State, deadline: Deadline) -> Action:
         mdp = self._mdp
@@ -137,6 +151,8 @@ class MCTS(Planner):
             tree = {}
             self._lo = math.inf
             self._hi = -math.inf
+            self._lo_all = math.inf
+            self._hi_all = -math.inf
         self._tree = tree
         root = tree.get((state, step))
         if root is None:
@@ -187,6 +203,7 @@ class MCTS(Planner):
         node = root
         depth = step
         leaf_value = 0.0
+        ended = False
         while True:
             i = node.untried.pop() if node.untried else self._select(node)
             action = node.actions[i]
@@ -194,7 +211,10 @@ class MCTS(Planner):
             path.append((node, i, mdp.reward(state, action, next_state)))
             depth += 1
             state = next_state
-            if depth >= max_depth or mdp.is_terminal(state):
+            if mdp.is_terminal(state):
+                ended = True
+                break
+            if depth >= max_depth:
                 break
             key = (state, depth)
             child = tree.get(key)
@@ -210,27 +230,38 @@ class MCTS(Planner):
         lo = self._lo
         hi = self._hi
         ret = leaf_value
+        # Paths that ended the episode inside the tree (a sink, a goal) have exact values; the
+        # "open" range leaves them out so one sink does not set the scale for everything.
+        count_in_range = self.normalise != "open" or not ended
         for visited, i, reward in reversed(path):
             ret = reward + gamma * ret
             visited.visits += 1
             visited.counts[i] += 1
             visited.totals[i] += ret
-            if ret < lo:
-                lo = ret
-            if ret > hi:
-                hi = ret
+            if count_in_range:
+                if ret < lo:
+                    lo = ret
+                if ret > hi:
+                    hi = ret
+            if ret < self._lo_all:
+                self._lo_all = ret
+            if ret > self._hi_all:
+                self._hi_all = ret
         self._lo = lo
         self._hi = hi
 
     def _select(self, node: _Node) -> int:
         """UCB1 over a fully expanded node, on returns rescaled by their observed range."""
+        counts = node.counts
+        totals = node.totals
         spread = self._hi - self._lo
+        if not spread > 0:
+            spread = self._hi_all - self._lo_all
         inv_scale = 1.0 / spread if spread > 0 else 1.0
         c2_log = self.exploration * self.exploration * math.log(node.visits)
-        totals = node.totals
         best = 0
         best_score = -math.inf
-        for i, n in enumerate(node.counts):
+        for i, n in enumerate(counts):
             score = totals[i] / n * inv_scale + math.sqrt(c2_log / n)
             if score > best_score:
                 best, best_score = i, score

@@ -58,7 +58,7 @@ class GridworldDomain(Domain):
             "timeout_s": 60.0,
             "lambda": {"mcts": 0.0, "bfs_replan": 100.0, "vi": 100.0},
             "planners": {
-                "mcts": {"time_per_step": 0.25, "leaf": "estimate"},
+                "mcts": {"time_per_step": 0.25, "leaf": "estimate", "normalise": "open"},
                 "bfs_replan": {"replan": "always"},
                 "vi": {},
             },
