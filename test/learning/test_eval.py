@@ -34,6 +34,7 @@ def test_tiny_eval_writes_results_table_and_plot(tmp_path: Path) -> None:
         for metric in ("objective", "discounted_return", "compute_time_s", "success"):
             assert set(stats[metric]) == {"mean", "std"}
     assert "fraction_of_oracle" in methods["camp"]
+    assert "fraction_of_oracle_rerun" in methods["camp"]
     table = (out / "table.md").read_text()
     assert "| CAMP (ours) |" in table
     # Per-stage times: planning methods report them, the learned policies plan nothing.
@@ -48,6 +49,12 @@ def test_tiny_eval_writes_results_table_and_plot(tmp_path: Path) -> None:
     # A second run reuses every cached seed instead of retraining or re-evaluating.
     caches = sorted((tmp_path / "a").rglob("eval-*.json"))
     assert len(caches) == 2
+    for cache in caches:
+        rows = json.loads(cache.read_text())
+        # The rerun plans the very context the oracle picked, task by task.
+        assert [r["context_id"] for r in rows["oracle_rerun"]] == [
+            r["context_id"] for r in rows["oracle"]
+        ]
     stamps = [c.stat().st_mtime_ns for c in caches]
     assert main(argv) == 0
     assert [c.stat().st_mtime_ns for c in caches] == stamps
@@ -73,3 +80,24 @@ def test_stage_breakdown_pools_seeds_and_counts_missing_stages_as_zero() -> None
     assert stage_breakdown([[c]]) == {}
     assert Score.from_json(a.to_json()) == a
     assert a.without_trajectory().stage_times_s == a.stage_times_s
+
+
+def test_the_oracle_rerun_plans_the_oracles_context_with_fresh_randomness() -> None:
+    from types import SimpleNamespace
+
+    from camp_planner.core.objective import EpisodeResult
+    from camp_planner.learning.methods import RERUN_SEED_OFFSET, OracleRerun
+
+    other, best = SimpleNamespace(id="a"), SimpleNamespace(id="b")
+    matrix = SimpleNamespace(context_ids=["a", "b"], best_index=lambda task: 1)
+    calls: list[tuple[object, int]] = []
+
+    def run(task: object, planner: str, context: object, seed: int) -> tuple[object, None]:
+        calls.append((context, seed))
+        return EpisodeResult(5.0, 4.0, 0.01, 3, True, "goal"), None
+
+    pipe = SimpleNamespace(space=[other, best], task=lambda split, i: i, run=run)
+    score = OracleRerun(matrix).evaluate(pipe, "mcts", 0, seed=2)  # type: ignore[arg-type]
+    assert calls == [(best, 2 + RERUN_SEED_OFFSET)]
+    assert score.context_id == "b"
+    assert score.objective == 4.0

@@ -11,6 +11,7 @@ METHOD_NAMES = (
     "policy",
     "task_policy",
     "oracle",
+    "oracle_rerun",
 )
 # Baselines that only make sense in some domains (listed in ``Domain.baselines``): Stilman's
 # NAMO algorithm. ``camp eval`` runs them by default where the domain lists them.

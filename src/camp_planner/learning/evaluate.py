@@ -39,6 +39,7 @@ LABELS = {
     "policy": "Policy learning",
     "task_policy": "Task-conditioned policy",
     "oracle": "Oracle context (upper bound)",
+    "oracle_rerun": "Oracle's context, planned again",
     "stilman": "Stilman's NAMO algorithm",
 }
 
@@ -75,7 +76,7 @@ def run_seed(
     trained = train(pipe, artifacts, planner, seed=seed, workers=workers, progress=progress)
     bundle = load_bundle(trained.bundle_path, pipe.domain.name, pipe.domain.version)
     test_matrix: ScoreMatrix | None = None
-    if "oracle" in methods:
+    if "oracle" in methods or "oracle_rerun" in methods:
         test_matrix, _ = score_split(
             pipe, artifacts, planner, "test", list(pipe.space), seed, workers, progress
         )
@@ -125,11 +126,14 @@ def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any
         if stages:
             stats["stage_times_s"] = stages
         out[method] = stats
-    if "camp" in out and "oracle" in out:
-        oracle = out["oracle"]["objective"]["mean"]
-        camp = out["camp"]["objective"]["mean"]
-        # A ratio of objectives only reads as "how close" when both are positive.
-        out["camp"]["fraction_of_oracle"] = camp / oracle if oracle > 0 and camp > 0 else None
+    for reference in ("oracle", "oracle_rerun"):
+        if "camp" in out and reference in out:
+            oracle = out[reference]["objective"]["mean"]
+            camp = out["camp"]["objective"]["mean"]
+            # A ratio of objectives only reads as "how close" when both are positive.
+            out["camp"][f"fraction_of_{reference}"] = (
+                camp / oracle if oracle > 0 and camp > 0 else None
+            )
     return out
 
 
@@ -184,11 +188,18 @@ def table_markdown(summary: dict[str, dict[str, Any]], title: str) -> str:
             f"{r['mean']:.1f} ({r['std']:.1f}) | {c['mean']:.3f} ({c['std']:.3f}) | "
             f"{100 * s['success']['mean']:.0f} % | {s['fallbacks']['mean']:.2f} |"
         )
-    if summary.get("camp", {}).get("fraction_of_oracle") is not None:
+    camp = summary.get("camp", {})
+    if camp.get("fraction_of_oracle") is not None:
         lines += [
             "",
-            f"CAMP reaches {100 * summary['camp']['fraction_of_oracle']:.0f} % of the "
-            "oracle's objective.",
+            f"CAMP reaches {100 * camp['fraction_of_oracle']:.0f} % of the oracle's objective.",
+        ]
+    if camp.get("fraction_of_oracle_rerun") is not None:
+        lines += [
+            "",
+            f"CAMP reaches {100 * camp['fraction_of_oracle_rerun']:.0f} % of the objective of "
+            "the oracle's contexts planned again (the oracle's own figure is the best of one "
+            "noisy run per context, which overstates what its choices earn on average).",
         ]
     lines += _breakdown_markdown(summary)
     return "\n".join(lines) + "\n"
