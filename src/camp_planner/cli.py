@@ -21,6 +21,7 @@ from camp_planner.domains import domain_names, get_domain
 from camp_planner.domains.base import RenderPanel
 from camp_planner.learning import ALL_METHODS, METHOD_NAMES
 from camp_planner.planners import planner_names
+from camp_planner.progress import progress_bar
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 
@@ -240,9 +241,7 @@ def _contexts(args: argparse.Namespace) -> int:
 
 
 def _progress_bar(total: int, desc: str) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, file=sys.stderr, disable=None, leave=False)
+    return progress_bar(total, desc, leave=False)
 
 
 def _csi(args: argparse.Namespace) -> int:

@@ -14,7 +14,6 @@ import copy
 import hashlib
 import json
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from camp_planner.learning.bundle import load_bundle
 from camp_planner.learning.labels import Score, ScoreMatrix
 from camp_planner.learning.methods import TrainingData, make_methods
 from camp_planner.learning.train import score_split, train
+from camp_planner.progress import progress_bar
 from camp_planner.workflow import Pipeline
 
 METRICS = ("objective", "discounted_return", "compute_time_s", "success", "fallbacks")
@@ -103,9 +103,7 @@ def run_seed(
 def _bar(total: int, desc: str, progress: bool) -> Any:
     if not progress:
         return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, file=sys.stderr, disable=None, leave=False)
+    return progress_bar(total, desc, leave=False)
 
 
 def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 from camp_planner.core.objective import EpisodeResult
 from camp_planner.learning.executor import Executor
 from camp_planner.learning.jsonl import append_record, corrupt, read_records
+from camp_planner.progress import progress_bar
 
 PURE = "pure"
 
@@ -228,16 +228,7 @@ def score(
     todo = [j for j in jobs if (j.task, j.context_id) not in done]
     bar = None
     if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(
-            total=len(jobs),
-            initial=len(jobs) - len(todo),
-            desc=desc,
-            file=sys.stderr,
-            disable=None,
-            smoothing=0.05,
-        )
+        bar = progress_bar(len(jobs), desc, initial=len(jobs) - len(todo), smoothing=0.05)
     for result in executor.map_unordered(run_job, todo):
         checkpoint.append(result)
         done[(result.task, result.context_id)] = result

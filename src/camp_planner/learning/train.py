@@ -5,7 +5,6 @@ interruption only does the work that is left."""
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from camp_planner.learning.labels import (
     score,
 )
 from camp_planner.learning.structural import selector_input
+from camp_planner.progress import progress_bar
 from camp_planner.workflow import Pipeline
 
 # Bump when what a score record holds changes, so old checkpoints are not reused.
@@ -45,11 +45,7 @@ def learn_all_csis(pipe: Pipeline, progress: bool = True) -> None:
     missing = [c for c in pipe.space if pipe.needs_csis(c) and pipe.store.cached(c) is None]
     if not missing:
         return
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(missing), desc="learning CSIs", file=sys.stderr, disable=None)
+    bar = progress_bar(len(missing), "learning CSIs") if progress else None
     for context in missing:
         pipe.store.get(context)
         if bar is not None:
