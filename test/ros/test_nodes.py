@@ -17,7 +17,7 @@ import pytest
 pytestmark = [pytest.mark.ros, pytest.mark.pybullet, pytest.mark.fast_downward, pytest.mark.slow]
 
 EASY_TASK = 4  # pure TAMP solves it in a few seconds
-HARD_TASK = 3  # pure TAMP needs more than 10 s
+HARD_TASK = 3  # pure TAMP took more than 10 s on it, and 1.5 s after the planner improved
 
 
 @pytest.fixture(scope="module")
@@ -145,17 +145,34 @@ def test_cancel_returns_promptly_and_a_second_goal_is_refused_not_interleaved(
 ) -> None:
     from camp_msgs.action import PlanTask
 
-    hard = _scene(namo_tiny, HARD_TASK)
-    first = system.send_plan_goal(hard, context_id="universal", allow_fallback=False, timeout=60.0)
-    time.sleep(1.5)
-    second = system.send_plan_goal(hard, context_id="universal", allow_fallback=False, timeout=60.0)
-    busy = system.result(second, 30.0)
-    assert busy.error_code == PlanTask.Result.ERROR_BUSY and "another goal" in busy.error_message
-    t0 = time.monotonic()
-    system.cancel(first)
-    cancelled = system.result(first, 30.0)
-    assert cancelled.error_code == PlanTask.Result.ERROR_CANCELED
-    assert time.monotonic() - t0 < 10.0
+    # Planning times vary from run to run (a task took 10 s in one session and 1.5 s in a
+    # later one), so a task that finishes before the second goal or the cancel arrives is
+    # not a failure of the server: the next candidate is tried instead.
+    for index in (HARD_TASK, *(i for i in range(10) if i not in (HARD_TASK, EASY_TASK))):
+        hard = _scene(namo_tiny, index)
+        first = system.send_plan_goal(
+            hard, context_id="universal", allow_fallback=False, timeout=60.0
+        )
+        time.sleep(1.0)
+        second = system.send_plan_goal(
+            hard, context_id="universal", allow_fallback=False, timeout=60.0
+        )
+        busy = system.result(second, 60.0)
+        if busy.error_code != PlanTask.Result.ERROR_BUSY:
+            assert busy.success, busy.error_message  # the first had finished: it ran alone
+            system.result(first, 60.0)
+            continue
+        assert "another goal" in busy.error_message
+        t0 = time.monotonic()
+        system.cancel(first)
+        cancelled = system.result(first, 30.0)
+        assert time.monotonic() - t0 < 10.0
+        if cancelled.success:
+            continue  # finished between the refusal and the cancel
+        assert cancelled.error_code == PlanTask.Result.ERROR_CANCELED
+        break
+    else:
+        pytest.fail("every candidate task planned before it could be cancelled")
     # The server takes the next goal (its worker restarted).
     result = system.plan(_scene(namo_tiny, EASY_TASK), context_id="universal", timeout=60.0)
     assert result.success, result.error_message
