@@ -100,10 +100,7 @@ class MCTS(Planner):
         self._mdp: FactoredMDP | None = None
         self._rng = random.Random(seed)
         self._max_depth = 1
-        self._lo = math.inf
-        self._hi = -math.inf
-        self._lo_all = math.inf
-        self._hi_all = -math.inf
+        self._reset_range()
         self._step = 0
         self._tree: dict[tuple[State, int], _Node] = {}
 
@@ -121,10 +118,7 @@ class MCTS(Planner):
         self.last_tree_size = 0
         self._step = 0
         self._tree = {}
-        self._lo = math.inf
-        self._hi = -math.inf
-        self._lo_all = math.inf
-        self._hi_all = -math.inf
+        self._reset_range()
 
     def act(self, state: State, deadline: Deadline) -> Action:
         mdp = self._mdp
@@ -149,10 +143,7 @@ class MCTS(Planner):
             tree = {k: n for k, n in self._tree.items() if k[1] >= step}
         else:
             tree = {}
-            self._lo = math.inf
-            self._hi = -math.inf
-            self._lo_all = math.inf
-            self._hi_all = -math.inf
+            self._reset_range()
         self._tree = tree
         root = tree.get((state, step))
         if root is None:
@@ -178,6 +169,12 @@ class MCTS(Planner):
             if key > best_key:
                 best, best_key = i, key
         return actions[best]
+
+    def _reset_range(self) -> None:
+        """Forget the observed returns: ``_lo``/``_hi`` over those that set UCB1's scale,
+        ``_lo_all``/``_hi_all`` over all of them (the scale while the first is empty)."""
+        self._lo = self._lo_all = math.inf
+        self._hi = self._hi_all = -math.inf
 
     def _mdp_horizon_left(self, step: int) -> int:
         """The last step (exclusive) this search looks ahead to from ``step``."""
@@ -227,8 +224,8 @@ class MCTS(Planner):
             node = child
 
         gamma = mdp.gamma
-        lo = self._lo
-        hi = self._hi
+        lo, hi = self._lo, self._hi
+        lo_all, hi_all = self._lo_all, self._hi_all
         ret = leaf_value
         # Paths that ended the episode inside the tree (a sink, a goal) have exact values; the
         # "open" range leaves them out so one sink does not set the scale for everything.
@@ -243,12 +240,12 @@ class MCTS(Planner):
                     lo = ret
                 if ret > hi:
                     hi = ret
-            if ret < self._lo_all:
-                self._lo_all = ret
-            if ret > self._hi_all:
-                self._hi_all = ret
-        self._lo = lo
-        self._hi = hi
+            if ret < lo_all:
+                lo_all = ret
+            if ret > hi_all:
+                hi_all = ret
+        self._lo, self._hi = lo, hi
+        self._lo_all, self._hi_all = lo_all, hi_all
 
     def _select(self, node: _Node) -> int:
         """UCB1 over a fully expanded node, on returns rescaled by their observed range."""
