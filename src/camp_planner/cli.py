@@ -240,10 +240,6 @@ def _contexts(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_bar(total: int, desc: str) -> Any:
-    return progress_bar(total, desc, leave=False)
-
-
 def _csi(args: argparse.Namespace) -> int:
     pipe = _pipeline(args)
     if args.all:
@@ -254,7 +250,7 @@ def _csi(args: argparse.Namespace) -> int:
         raise CampError("say which contexts: --context REF (repeatable) or --all")
     reward_vars = pipe.store.training_mdps()[0].reward_vars
     records = []
-    bar = _progress_bar(len(contexts), "learning CSIs")
+    bar = progress_bar(len(contexts), "learning CSIs", leave=False)
     for ctx in contexts:
         result = pipe.store.get(ctx)
         relevant = relevant_from_csis(result, reward_vars)
@@ -498,12 +494,12 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"[demo] {pipe.domain.name} test task {args.task}, planner {args.planner}")
     missing = [c for c in pipe.space if pipe.needs_csis(c) and pipe.store.cached(c) is None]
     if missing:
-        bar = _progress_bar(len(missing), "learning CSIs (cached after the first run)")
+        bar = progress_bar(len(missing), "learning CSIs (cached after the first run)", leave=False)
         for c in missing:
             pipe.store.get(c)
             bar.update(1)
         bar.close()
-    bar = _progress_bar(len(pipe.space), "scoring every context on this task")
+    bar = progress_bar(len(pipe.space), "scoring every context on this task", leave=False)
     scored = pipe.score_contexts(
         task, args.planner, seed=args.seed, progress=lambda i, n: bar.update(1)
     )
