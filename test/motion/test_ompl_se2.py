@@ -62,6 +62,15 @@ def test_a_fresh_process_with_the_same_seed_plans_the_same_paths() -> None:
     assert runs[0] == runs[1] and runs[0].count("[(") == 2
 
 
+def test_a_heading_of_exactly_pi_is_a_valid_goal() -> None:
+    # OMPL's SO(2) range is [-pi, pi): pi itself used to make the goal unsampleable, and the
+    # query ran into its timeout on an empty plane.
+    for yaw in (math.pi, -math.pi, 3 * math.pi):
+        result = plan_base_path((1.0, 1.0, 0.0), (3.0, 1.0, yaw), BOUNDS, _wall_free, timeout_s=2)
+        assert result.path is not None and not result.timed_out
+        assert math.cos(result.path[-1][2]) == pytest.approx(-1.0)
+
+
 def test_unreachable_goal_returns_none_after_the_timeout() -> None:
     def sealed(x: float, y: float, yaw: float) -> bool:
         return not (4.0 < x < 5.0)

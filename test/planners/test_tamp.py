@@ -256,3 +256,95 @@ def test_tamp_resamples_unexplained_refinement_failures_up_to_its_budget() -> No
         TAMP(max_resamples=-1)
     with pytest.raises(ValueError, match="relaxed"):
         TAMP(relaxed="straight")
+
+
+def _open_chain() -> NamoTask:
+    """CHAIN without the box in the doorway: a clear way 0-1-2-5-8 through four doorways."""
+    return NamoTask(
+        task_id=3,
+        seed=0,
+        doors=CHAIN.doors,
+        boxes=CHAIN.boxes[1:],
+        start=CHAIN.start,
+        goal=CHAIN.goal,
+    )
+
+
+def test_a_cross_room_motion_is_planned_doorway_to_doorway_and_is_collision_free() -> None:
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    task = _open_chain()
+    mdp = NamoMDP.from_task(task)
+    iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings={})
+    goal = (7.5, 4.5, math.pi / 2)  # room 5, three doorways away
+    result = iface._plan(task.start, goal, False, Deadline(30.0))
+    assert result.path is not None and result.vertices is not None
+    assert (iface.guided_queries, iface.guide_fallbacks) == (1, 0)
+    assert result.path[0] == task.start and result.path[-1] == pytest.approx(goal)
+    # The base passes each doorway on the way square to its wall, at the doorway's centre.
+    for door in task.doors[:3]:
+        assert any(math.dist(v[:2], (door.x, door.y)) < 0.13 for v in result.vertices), door
+    scene = iface._scene()
+    assert not any(scene.collisions(p) for p in result.path)
+    # The same motion with the guide off is one whole query.
+    iface.guide = "none"
+    assert iface._plan(task.start, goal, False, Deadline(30.0)).path is not None
+    assert iface.guided_queries == 1
+    # Within one room there is nothing to guide.
+    iface.guide = "doors"
+    assert iface._plan(task.start, (2.0, 2.2, 0.0), False, Deadline(30.0)).path is not None
+    assert iface.guided_queries == 1
+    iface.close()
+    mdp.close()
+
+
+def test_the_grid_never_blocks_a_gap_a_planned_base_path_passes() -> None:
+    # The grid's disc must be a necessary condition: every pose of a path OMPL finds with the
+    # planning's validity check (the margin, relaxed near the start) lies on an open cell.
+    from camp_planner.domains.namo.tamp import NamoTampInterface, _block, _open_around
+    from camp_planner.motion.ompl_se2 import plan_base_path
+
+    task = _two_ways(round_boxes=False)
+    mdp = NamoMDP.from_task(task)
+    iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings={})
+    cell, n, radius, static = iface._grid_setup()
+    grid = static.copy()
+    for box in task.boxes:
+        _block(grid, task.box_rect(box.x, box.y), radius, cell)
+    _open_around(grid, iface._cell(task.start, cell, n))
+    valid = iface._valid(iface._scene(), False, "", task.start)
+    found = 0
+    for goal in ((4.5, 1.5, 0.0), (4.5, 4.5, 1.0), (1.5, 4.5, -2.0), (2.45, 1.5, 0.0)):
+        result = plan_base_path(task.start, goal, (0.0, 0.0, 9.0, 9.0), valid, timeout_s=10)
+        if result.path is None:
+            continue
+        found += 1
+        for pose in result.path:
+            assert not grid[iface._cell(pose, cell, n)], pose
+    assert found >= 3
+    iface.close()
+    mdp.close()
+
+
+def test_a_drive_to_the_goal_ends_where_the_goal_is_reached() -> None:
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    task = _open_chain()
+    mdp = NamoMDP.from_task(task)
+    iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings={})
+    # A straight line through the goal's reach to a pose beyond it.
+    iface.state = mdp._with_pose(iface.state, (7.5, 6.3, math.pi / 2))
+    done = iface._drive(
+        [(7.5, 6.3, math.pi / 2), (7.5, 7.0, math.pi / 2), (7.0, 7.0, 0.0)], (7.0, 7.0, 0.0), "goal"
+    )
+    assert done is not None and done.ok and len(done.actions) == 1
+    assert mdp.is_terminal(iface.state) and iface.at == "goal"
+    iface.close()
+    mdp.close()
+
+
+def test_unknown_guide_is_refused() -> None:
+    with pytest.raises(ValueError, match="guide"):
+        TAMP(guide="rooms")
+    with pytest.raises(ValueError, match="guide"):
+        Stilman(guide="rooms")

@@ -147,7 +147,9 @@ def _attempt(
     for st, (x, y, yaw) in ((s, start), (g, goal)):
         st.setX(x)
         st.setY(y)
-        st.setYaw(yaw)
+        # OMPL's SO(2) bounds are [-pi, pi): a heading of exactly pi is "out of bounds", and
+        # RRT-Connect then reports that it cannot sample the goal and searches until timeout.
+        st.setYaw((yaw + math.pi) % (2 * math.pi) - math.pi)
     setup.setStartAndGoalStates(s, g)
     setup.setPlanner(PLANNERS[planner](info))
     solved = setup.solve(timeout_s)

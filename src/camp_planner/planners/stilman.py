@@ -29,7 +29,8 @@ class Stilman(InterfacePlanner):
 
     Settings:
         max_depth: how deep obstructions of obstructions are resolved.
-        motion_timeout_s, detour_timeout_s, motion_planner, relaxed: as for the TAMP planner.
+        motion_timeout_s, detour_timeout_s, motion_planner, relaxed, guide: as for the TAMP
+            planner.
     """
 
     name = "stilman"
@@ -42,8 +43,9 @@ class Stilman(InterfacePlanner):
         detour_timeout_s: float = 0.5,
         motion_planner: str = "RRTConnect",
         relaxed: str = "grid",
+        guide: str = "doors",
     ) -> None:
-        super().__init__(seed, motion_timeout_s, motion_planner, detour_timeout_s, relaxed)
+        super().__init__(seed, motion_timeout_s, motion_planner, detour_timeout_s, relaxed, guide)
         if max_depth < 0:
             raise ValueError(f"max_depth must be non-negative, got {max_depth}")
         self.max_depth = max_depth

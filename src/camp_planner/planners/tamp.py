@@ -100,17 +100,21 @@ class InterfacePlanner(Planner):
         motion_planner: str,
         detour_timeout_s: float,
         relaxed: str = "grid",
+        guide: str = "doors",
     ) -> None:
         super().__init__(seed)
         if not motion_timeout_s > 0:
             raise ValueError(f"motion_timeout_s must be positive, got {motion_timeout_s}")
         if relaxed not in ("grid", "ompl"):
             raise ValueError(f"relaxed must be 'grid' or 'ompl', got {relaxed!r}")
+        if guide not in ("doors", "none"):
+            raise ValueError(f"guide must be 'doors' or 'none', got {guide!r}")
         self.settings: dict[str, Any] = {
             "motion_timeout_s": motion_timeout_s,
             "motion_planner": motion_planner,
             "detour_timeout_s": detour_timeout_s,
             "relaxed": relaxed,
+            "guide": guide,
         }
         self._mdp: FactoredMDP | None = None
         self._plan: list[Action] = []
@@ -160,6 +164,9 @@ class TAMP(InterfacePlanner):
         detour_timeout_s: the budget for looking for a way around known obstructions.
         relaxed: how obstructions are named: ``grid`` (a path through the fewest movable
             objects) or ``ompl`` (a motion plan through movable objects, whichever it crosses).
+        guide: ``doors`` splits a base motion that crosses rooms into OMPL queries from
+            doorway to doorway, each within one room (the route from a grid search), and
+            falls back to one whole query if a piece fails; ``none`` always plans whole.
         fd_mode: ``driver`` or ``resident`` (see the Fast Downward planner).
     """
 
@@ -176,8 +183,9 @@ class TAMP(InterfacePlanner):
         fd_mode: str = "driver",
         relaxed: str = "grid",
         max_resamples: int = 3,
+        guide: str = "doors",
     ) -> None:
-        super().__init__(seed, motion_timeout_s, motion_planner, detour_timeout_s, relaxed)
+        super().__init__(seed, motion_timeout_s, motion_planner, detour_timeout_s, relaxed, guide)
         if max_replans < 0:
             raise ValueError(f"max_replans must be non-negative, got {max_replans}")
         self.runner = FDRunner(search=search, mode=fd_mode)
