@@ -6,16 +6,21 @@ doorways, the one whose rooms hold the fewest boxes, then the fewest rooms (ties
 index), i.e. the smallest CAMP that can still reach the goal. Its CSIs are learned first
 (offline work, not timed). Then the TAMP planner runs once in the full task and once in
 that CAMP, and Stilman's algorithm once in the full task, each executed in the full simulated
-world. Prints a per-task table, the median
-ratio of planning time (pure ÷ CAMP) and the collision-check rate.
+world (``--repeats K``: K times each, with planner seeds 0..K-1, since TAMP's time varies from
+run to run). Prints a per-task table, the median ratio of planning time (pure ÷ CAMP), each
+planner's mean, median and 90th-percentile time, and the collision-check rate. ``--set
+key=value`` changes a setting of both planners (e.g. ``--set guide=none`` for base motions
+planned as one OMPL query instead of doorway to doorway).
 
-    .venv/bin/python scripts/bench_namo.py [--tasks 10] [--timeout 60] [--json out.json]
+    .venv/bin/python scripts/bench_namo.py [--tasks 10] [--repeats 1] [--timeout 60]
+        [--set key=value ...] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import random
 import statistics
@@ -23,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
@@ -32,18 +39,42 @@ from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=10, help="number of test tasks")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per task and planner")
     parser.add_argument("--timeout", type=float, default=60.0, help="per planning call (s)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a planner setting for TAMP and Stilman alike (repeatable), e.g. guide=none",
+    )
     parser.add_argument("--config", type=Path)
     parser.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS)
     parser.add_argument("--json", type=Path, help="also write the raw rows here")
     args = parser.parse_args(argv)
-    if args.tasks < 1 or not args.timeout > 0:
-        parser.error("--tasks must be at least 1 and --timeout positive")
+    if args.tasks < 1 or args.repeats < 1 or not args.timeout > 0:
+        parser.error("--tasks and --repeats must be at least 1 and --timeout positive")
     try:
-        return _run(args)
+        overrides = parse_settings(args.set)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
+        return _run(args, overrides)
     except CampError as exc:
         print(f"bench_namo: error: {exc}", file=sys.stderr)
         return 2
+
+
+def parse_settings(items: list[str]) -> dict[str, Any]:
+    """``["guide=none", "motion_timeout_s=2"]`` -> settings, values read as YAML reads them."""
+    settings: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set takes key=value, got {item!r}")
+        value = yaml.safe_load(text)
+        settings[key] = text if value is None else value
+    return settings
 
 
 def smallest_reachable_context(pipe: Pipeline, task: Any) -> Context:
@@ -81,7 +112,7 @@ def checks_per_second(pipe: Pipeline, task: Any, n: int = 2000, lazy: bool = Fal
     return rate
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     started = time.perf_counter()
     pipe = Pipeline.create("namo", args.config, args.artifacts)
     pipe.config["tasks"]["test"] = args.tasks
@@ -92,61 +123,72 @@ def _run(args: argparse.Namespace) -> int:
             pipe.store.get(ctx)
     rows: list[dict[str, Any]] = []
     print(
-        f"{'task':>4}  {'context':<28} {'pure s':>7} {'ok':>3} {'CAMP s':>7} {'ok':>3}  "
-        f"{'boxes kept':>10}  {'ratio':>6}",
+        f"{'task':>4} {'seed':>4}  {'context':<28} {'pure s':>7} {'ok':>3} {'CAMP s':>7} "
+        f"{'ok':>3} {'Stilman s':>9} {'ok':>3}  {'boxes kept':>10}  {'ratio':>6}",
         flush=True,
     )
     for i, (task, ctx) in enumerate(zip(tasks, chosen, strict=True)):
-        row: dict[str, Any] = {"task": i, "context": ctx.name}
-        for label, planner, context in (
-            ("pure", "tamp", None),
-            ("camp", "tamp", ctx),
-            ("stilman", "stilman", None),
-        ):
-            result, camp = pipe.run(task, planner, context, timeout_s=args.timeout)
-            row[label] = {
-                "compute_time_s": result.compute_time_s,
-                "success": result.success,
-                "outcome": result.outcome,
-                "stage_times_s": result.stage_times_s,
-                "fallbacks": result.fallbacks,
-            }
-            if camp is not None:
-                row["boxes_kept"] = sum(1 for v in camp.state_vars if v.name.startswith("box_"))
-        ratio = row["pure"]["compute_time_s"] / max(row["camp"]["compute_time_s"], 1e-9)
-        row["ratio"] = ratio
-        rows.append(row)
-        print(
-            f"{i:>4}  {ctx.name:<28} {row['pure']['compute_time_s']:>7.2f} "
-            f"{'y' if row['pure']['success'] else 'n':>3} {row['camp']['compute_time_s']:>7.2f} "
-            f"{'y' if row['camp']['success'] else 'n':>3}  "
-            f"{row['stilman']['compute_time_s']:>9.2f} "
-            f"{'y' if row['stilman']['success'] else 'n':>3}  {row.get('boxes_kept', 40):>10}  "
-            f"{ratio:>5.1f}×",
-            flush=True,
-        )
+        for seed in range(args.repeats):
+            row: dict[str, Any] = {"task": i, "seed": seed, "context": ctx.name}
+            for label, planner, context in (
+                ("pure", "tamp", None),
+                ("camp", "tamp", ctx),
+                ("stilman", "stilman", None),
+            ):
+                result, camp = pipe.run(
+                    task, planner, context, seed=seed, timeout_s=args.timeout, overrides=overrides
+                )
+                row[label] = {
+                    "compute_time_s": result.compute_time_s,
+                    "success": result.success,
+                    "outcome": result.outcome,
+                    "stage_times_s": result.stage_times_s,
+                    "fallbacks": result.fallbacks,
+                }
+                if camp is not None:
+                    row["boxes_kept"] = sum(1 for v in camp.state_vars if v.name.startswith("box_"))
+            ratio = row["pure"]["compute_time_s"] / max(row["camp"]["compute_time_s"], 1e-9)
+            row["ratio"] = ratio
+            rows.append(row)
+            print(
+                f"{i:>4} {seed:>4}  {ctx.name:<28} {row['pure']['compute_time_s']:>7.2f} "
+                f"{_ok(row['pure'])} {row['camp']['compute_time_s']:>7.2f} {_ok(row['camp'])} "
+                f"{row['stilman']['compute_time_s']:>9.2f} {_ok(row['stilman'])}  "
+                f"{row.get('boxes_kept', 40):>10}  {ratio:>5.1f}×",
+                flush=True,
+            )
     rate = checks_per_second(pipe, tasks[0])
     lazy_rate = checks_per_second(pipe, tasks[0], lazy=True)
-    summary = {
+    summary: dict[str, Any] = {
         "median_ratio_pure_over_camp": statistics.median(r["ratio"] for r in rows),
-        "pure_success": sum(r["pure"]["success"] for r in rows) / len(rows),
-        "camp_success": sum(r["camp"]["success"] for r in rows) / len(rows),
-        "stilman_success": sum(r["stilman"]["success"] for r in rows) / len(rows),
-        "stilman_median_s": statistics.median(r["stilman"]["compute_time_s"] for r in rows),
-        "pure_median_s": statistics.median(r["pure"]["compute_time_s"] for r in rows),
-        "camp_median_s": statistics.median(r["camp"]["compute_time_s"] for r in rows),
-        "collision_checks_per_s": rate,
-        "planner_collision_queries_per_s": lazy_rate,
-        "wall_time_s": time.perf_counter() - started,
-        "machine": f"{platform.machine()}, {platform.python_version()}",
+        "settings": overrides,
+        "repeats": args.repeats,
     }
+    lines = []
+    for label in ("pure", "camp", "stilman"):
+        times = sorted(r[label]["compute_time_s"] for r in rows)
+        success = sum(r[label]["success"] for r in rows) / len(rows)
+        p90 = times[min(len(times) - 1, math.ceil(0.9 * len(times)) - 1)]
+        summary[f"{label}_success"] = success
+        summary[f"{label}_median_s"] = statistics.median(times)
+        summary[f"{label}_mean_s"] = statistics.mean(times)
+        summary[f"{label}_p90_s"] = p90
+        lines.append(
+            f"  {label:<8} median {statistics.median(times):5.2f} s, mean "
+            f"{statistics.mean(times):5.2f} s, 90th percentile {p90:5.2f} s, success {success:.0%}"
+        )
+    summary.update(
+        {
+            "collision_checks_per_s": rate,
+            "planner_collision_queries_per_s": lazy_rate,
+            "wall_time_s": time.perf_counter() - started,
+            "machine": f"{platform.machine()}, {platform.python_version()}",
+        }
+    )
     print(
-        f"\nmedian planning time: pure {summary['pure_median_s']:.2f} s, CAMP "
-        f"{summary['camp_median_s']:.2f} s; median ratio pure ÷ CAMP "
-        f"{summary['median_ratio_pure_over_camp']:.1f}×\n"
-        f"Stilman {summary['stilman_median_s']:.2f} s\n"
-        f"success: pure {summary['pure_success']:.0%}, CAMP {summary['camp_success']:.0%}, "
-        f"Stilman {summary['stilman_success']:.0%}; "
+        f"\nplanning time over {len(rows)} runs per planner"
+        f"{' with ' + str(overrides) if overrides else ''}:\n" + "\n".join(lines) + "\n"
+        f"median ratio pure ÷ CAMP {summary['median_ratio_pure_over_camp']:.1f}×; "
         f"collision checks {rate:,.0f}/s (as motion planning queries them: {lazy_rate:,.0f}/s); "
         f"wall time {summary['wall_time_s']:.0f} s"
     )
@@ -154,6 +196,10 @@ def _run(args: argparse.Namespace) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
     return 0
+
+
+def _ok(result: dict[str, Any]) -> str:
+    return f"{'y' if result['success'] else 'n':>3}"
 
 
 if __name__ == "__main__":

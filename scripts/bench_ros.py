@@ -79,9 +79,15 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             floor.close()
             client.close()
-            floor_server.terminate()
-            floor_server.wait(10)
+            # The nodes must go even if the floor server ignores SIGTERM (it once did, and
+            # the benchmark exited leaving both nodes running).
             stop_processes(procs)
+            floor_server.terminate()
+            try:
+                floor_server.wait(10)
+            except subprocess.TimeoutExpired:
+                floor_server.kill()
+                floor_server.wait()
         wall = time.perf_counter() - t_start
     rows["in_process_ms"] = breakdown
     print(
