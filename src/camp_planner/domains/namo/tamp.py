@@ -304,7 +304,6 @@ class NamoTampInterface:
         if route is None:
             return None
         self.guided_queries += 1
-        failed = MotionResult(None, time.perf_counter() - t0, 0, False)
         # Waypoints: a square pose in every doorway the route passes, and the room after it.
         points: list[Pose2D] = [start]
         rooms = [task.room_of(start[0], start[1])]
@@ -315,7 +314,7 @@ class NamoTampInterface:
             door = self._door_pose(rooms[-1], room, valid)
             if door is None:
                 self.guide_fallbacks += 1
-                return failed
+                return MotionResult(None, time.perf_counter() - t0, 0, False)
             points.append(door)
             rooms.append(room)
         points.append(goal)
