@@ -1,3 +1,4 @@
+import itertools
 import math
 import subprocess
 import sys
@@ -98,3 +99,21 @@ def test_base_path_in_the_namo_walls_is_collision_free_in_pybullet() -> None:
         assert result.path is not None
         assert all(not walls.collisions(p) for p in result.path)
         assert TASK.reached(*result.path[-1][:2])
+
+
+def _length(path: list[tuple[float, float, float]]) -> float:
+    return sum(math.dist(a[:2], b[:2]) for a, b in itertools.pairwise(path))
+
+
+def test_shortcutting_pulls_the_raw_path_taut_and_an_unknown_simplification_is_refused() -> None:
+    start, goal = (1.0, 1.0, 0.0), (8.0, 1.0, 0.0)
+    raw = plan_base_path(start, goal, BOUNDS, _wall_free, seed=1, simplify="none")
+    taut = plan_base_path(start, goal, BOUNDS, _wall_free, seed=1, simplify="shortcut")
+    assert raw.path is not None and taut.path is not None
+    assert all(_wall_free(*p) for p in taut.path)
+    # Over the wall's top (y = 7) and back: no taut path is much longer than 7 + 2 * 6.3 m.
+    assert _length(taut.path) < 21.0
+    assert taut.vertices is not None and raw.vertices is not None
+    assert len(taut.vertices) <= len(raw.vertices)
+    with pytest.raises(ValueError, match="simplify"):
+        plan_base_path(start, goal, BOUNDS, _wall_free, simplify="smooth")

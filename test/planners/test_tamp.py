@@ -348,3 +348,80 @@ def test_unknown_guide_is_refused() -> None:
         TAMP(guide="rooms")
     with pytest.raises(ValueError, match="guide"):
         Stilman(guide="rooms")
+
+
+def test_boxes_met_along_one_way_are_cleared_in_the_order_met() -> None:
+    # Learnt without precedences, the three facts let the task planner clear the far box
+    # first; its own way, planned from the start, then crossed the near ones and the facts
+    # cycled (7 of the 50 default training tasks gave up after max_replans).
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+    from camp_planner.planners.fast_downward import FDRunner
+
+    mdp = NamoMDP.from_task(CHAIN)
+    iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings={})
+    way = ["box_r1_0", "box_r4_1", "box_r3_0"]  # the order the way to the goal meets them
+    iface.learn([f"(blocks {b} goal)" for b in way])
+    assert iface.blocks["goal"] == set(way)
+    assert iface.blocks["near_box_r4_1"] == {"box_r1_0"}
+    assert iface.blocks["near_box_r3_0"] == {"box_r1_0", "box_r4_1"}
+    assert "near_box_r1_0" not in iface.blocks
+    plan = FDRunner().solve(*iface.pddl(), Deadline(60.0))
+    picks = [line.strip("()").split()[1] for line in plan if line.startswith("(pick")]
+    assert picks == way
+    iface.close()
+    mdp.close()
+
+
+def test_tamp_solves_a_default_training_task_whose_learnt_facts_used_to_cycle() -> None:
+    from camp_planner.domains.namo.world import generate_task
+
+    task = generate_task(11, 11)  # training task 11 of the default configuration
+    mdp = NamoMDP.from_task(task)
+    result = run_episode(mdp, TAMP(seed=0), lam=0.0, timeout_s=60, rng=random.Random(0))
+    assert result.success, result.failures
+    mdp.close()
+
+
+def test_a_box_is_not_put_down_in_front_of_the_next_box_to_clear() -> None:
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    task = _two_ways(round_boxes=True)
+    mdp = NamoMDP.from_task(task)
+    iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings={})
+    iface.learn(["(blocks box_r3_0 goal)", "(blocks box_r4_0 goal)", "(blocks box_r1_0 goal)"])
+    iface.moved.add("box_r1_0")
+    ahead = iface._ways_ahead("box_r3_0")
+    # The box still to clear (box_r4_0 at 3.4, 4.5) and a way from here to it; not the box
+    # in hand (box_r3_0) nor the one already moved (box_r1_0).
+    assert (3.4, 4.5, 0.0) in ahead
+    assert (1.5, 3.4, 0.0) not in ahead and (3.4, 1.5, 0.0) not in ahead
+    assert len(ahead) > 10
+    assert not iface._spot_ok(3.0, 4.5, ahead)  # right in front of box_r4_0
+    iface.close()
+    mdp.close()
+
+
+def test_a_camp_closes_the_doorways_into_forbidden_rooms_not_the_rooms_walls() -> None:
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    task = _two_ways(round_boxes=False)
+    mdp = NamoMDP.from_task(task)
+    allowed = frozenset({0, 1, 2, 5, 8})
+    iface = NamoTampInterface(mdp, mdp.initial_state(), allowed, seed=0, settings={})
+    slabs = iface._closed_doors()
+    # Doorways 0-3 and 1-4 lead into forbidden rooms: closed on the forbidden side.
+    expected = [(1.0, 3.0, 2.0, 3.05), (4.0, 3.0, 5.0, 3.05)]
+    assert [c for slab in sorted(slabs) for c in slab] == pytest.approx(
+        [c for slab in expected for c in slab]
+    )
+    scene = iface._scene()
+    # Nose into doorway 0-3 with the centre still in room 0: the robot would enter room 3.
+    assert "forbidden" in scene.collisions((1.5, 2.75, math.pi / 2))
+    # Along the wall between rooms 0 and 3, away from the doorway, nothing new is near.
+    names = {name for _, name in scene._near(0.6, 2.5, 0.03, frozenset())}
+    assert "forbidden" not in names
+    # Poses whose centre lies in a forbidden room are invalid for planning.
+    assert not iface._valid(scene, False, "", task.start)(1.5, 4.5, 0.0)
+    iface.close()
+    assert "forbidden" not in mdp.scene().collisions((1.5, 2.75, math.pi / 2))
+    mdp.close()

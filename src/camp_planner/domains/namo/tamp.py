@@ -102,6 +102,7 @@ class NamoTampInterface:
         self.near: set[str] = set()  # boxes that have a near_<box> location
         self.placements: dict[str, int] = {}  # how often each box was put down this call
         self._corridor: list[Pose2D] | None = None
+        self._goal_pose: Pose2D | None = None  # a pose at the goal, sampled with the corridor
         self.keep_out: list[Pose2D] = []
         self.order: list[str] = []
         self._static_blocked: np.ndarray | None = None
@@ -154,10 +155,23 @@ class NamoTampInterface:
         return domain, problem
 
     def learn(self, facts: list[str]) -> None:
+        """Add ``(blocks b l)`` facts, given in the order the way to ``l`` meets the boxes.
+
+        The way reaches each box past the ones before it, so those also block the way to
+        it: ``(blocks a near_b)`` for every ``a`` met before ``b``. Without these precedences
+        the task planner may clear the boxes in any order, and the way to a far one, planned
+        from the start, crosses other boxes (whose ways cross the first ones): the learnt
+        facts then form a cycle, the problem is unsolvable, and since forgetting them and
+        replanning from the same state rediscovers the same cycle, planning gave up after
+        ``max_replans`` (7 of the 50 default training tasks)."""
+        met: dict[str, list[str]] = {}
         for fact in facts:
             parts = fact.strip("() ").split()
             if parts[0] == "blocks":
                 box, loc = parts[1], parts[2]
+                for earlier in met.setdefault(loc, []):
+                    self.blocks.setdefault(f"near_{box}", set()).add(earlier)
+                met[loc].append(box)
                 self.blocks.setdefault(loc, set()).add(box)
                 self.near.add(box)
                 # A box moved once but in the way again must be moved again.
@@ -215,13 +229,43 @@ class NamoTampInterface:
             self.mdp.scene().clear_zones()
             self._zoned = False
 
+    def _closed_doors(self) -> list[tuple[float, float, float, float]]:
+        """Slabs filling each doorway into a forbidden room, on that room's side of the wall.
+
+        Walls already separate the rooms, so closing these doorways keeps the robot (and
+        what it carries) out of the forbidden rooms entirely, like making those rooms solid.
+        Solid rooms, though, lie along every wall of the rooms next to them: the collision
+        checker's broadphase met them wherever the robot drove along a wall, and a CAMP
+        spent half as many exact checks again as planning in the full task did."""
+        st = self.task.settings
+        half_t, half_w = st.wall_thickness / 2, st.door_width / 2
+        assert self.allowed is not None
+        slabs = []
+        for door in self.task.doors:
+            if (door.a in self.allowed) == (door.b in self.allowed):
+                continue
+            # Rooms number along x, then y: b lies beyond the wall at larger x (or y).
+            into = 1.0 if door.b not in self.allowed else -1.0
+            if door.vertical_wall:
+                x0, x1 = sorted((door.x, door.x + into * half_t))
+                slabs.append((x0, door.y - half_w, x1, door.y + half_w))
+            else:
+                y0, y1 = sorted((door.y, door.y + into * half_t))
+                slabs.append((door.x - half_w, y0, door.x + half_w, y1))
+        return slabs
+
     def _scene(self) -> Any:
-        """The simulator showing the current state, with the forbidden rooms solid."""
+        """The simulator showing the current state, with the doorways into forbidden rooms
+        closed."""
         scene = self.mdp._sync(self.state)
         if not self._zoned and self._forbidden:
-            scene.set_zones(self._forbidden)
+            scene.set_zones(self._closed_doors())
             self._zoned = True
         return scene
+
+    def _allowed_at(self, x: float, y: float) -> bool:
+        """Whether the base's centre at (x, y) lies in an allowed room (any, outside CAMPs)."""
+        return self.allowed is None or self.task.room_of(x, y) in self.allowed
 
     def _valid(self, scene: Any, ignore_boxes: bool, solid: str, start: Pose2D) -> Any:
         """Validity for OMPL: collision-free (with margin); ``ignore_boxes`` lets the robot
@@ -232,6 +276,8 @@ class NamoTampInterface:
         passable = _SLOTS - {solid}
 
         def check(x: float, y: float, yaw: float) -> bool:
+            if not self._allowed_at(x, y):
+                return False  # a forbidden room, reachable by no path: no sample there
             near_start = math.hypot(x - start[0], y - start[1]) < START_SLACK
             margin = 0.0 if near_start else PLAN_MARGIN
             return not scene.collisions_at((x, y, yaw), margin, passable if ignore_boxes else ())
@@ -512,7 +558,7 @@ class NamoTampInterface:
             heading = self.rng.uniform(-math.pi, math.pi)
             d = self.rng.uniform(*dists)
             pose = (cx - d * math.cos(heading), cy - d * math.sin(heading), heading)
-            if scene.collisions(pose, PLAN_MARGIN):
+            if not self._allowed_at(pose[0], pose[1]) or scene.collisions(pose, PLAN_MARGIN):
                 continue
             if loc == "goal" and not self.task.reached(pose[0], pose[1]):
                 continue
@@ -705,6 +751,7 @@ class NamoTampInterface:
             if self.state[2] != NONE:
                 return []
             goal = self._targets("goal")
+            self._goal_pose = goal[0] if goal else None
             path: list[Pose2D] | None = None
             if goal and self.relaxed_mode == "grid":
                 t0 = time.perf_counter()
@@ -729,8 +776,32 @@ class NamoTampInterface:
                 self.stage_times.get("grasp_place", 0.0) + time.perf_counter() - t0 - carried
             )
 
+    def _ways_ahead(self, box: str) -> list[Pose2D]:
+        """Where the robot must still go before the goal: each box known to block a way and
+        not yet moved (``box``, in hand, aside), and the fewest-boxes way from here to it.
+        A box put down there would stand in front of the next one to clear; the corridor to
+        the goal, planned when this call began, does not pass where the next box is
+        approached from."""
+        pending = {b for bs in self.blocks.values() for b in bs} - self.moved - {box}
+        here = self._pose(self.state)
+        out: list[Pose2D] = []
+        t0 = time.perf_counter()
+        if self._goal_pose is not None:
+            # The way to the goal from here: the corridor was planned from where this call
+            # began, and the robot has since moved (often past boxes it put down behind it).
+            out += (self._fewest_boxes_path(here, self._goal_pose, "") or [])[::4]
+        for name in sorted(pending):
+            value = self._value(name)
+            if not isinstance(value, tuple):
+                continue
+            target = (float(value[0]), float(value[1]), 0.0)
+            out.append(target)
+            out += (self._fewest_boxes_path(here, target, "") or [])[::4]
+        self._timed("motion_planning", t0)
+        return out
+
     def _place(self, box: str, deadline: Deadline) -> Refinement:
-        keep_out = self._corridor_poses(deadline) + self.keep_out
+        keep_out = self._corridor_poses(deadline) + self.keep_out + self._ways_ahead(box)
         placed_before = self.placements.get(box, 0)
         self.placements[box] = placed_before + 1
         # A box put down within reach once and found in the way again is standing in a
