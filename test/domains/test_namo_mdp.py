@@ -1,3 +1,4 @@
+import math
 import pickle
 import random
 
@@ -73,3 +74,27 @@ def test_dropped_boxes_are_absent_from_the_simulated_world(mdp: NamoMDP) -> None
     # Driving into the box stopped short of it, never inside it.
     mdp._sync(with_box)
     assert not mdp.scene().collisions(with_box[0])
+
+
+def test_a_box_put_down_never_overlaps_the_robot_once_the_scene_is_rebuilt(mdp: NamoMDP) -> None:
+    # The state records a box by its (x, y) and every resync stands it axis-aligned, so the
+    # put-down check must use that box, not one turned to the robot's heading.
+    s0 = mdp.initial_state()
+    s1 = mdp.step(s0, ("move", (BOX.x - 0.5, BOX.y, 0.0), NONE))
+    held = mdp.step(s1, ("pick", None, BOX.name))
+    assert held[2] == BOX.name
+    rng = random.Random(0)
+    placed = 0
+    for _ in range(40):
+        yaw = rng.uniform(-3.1, 3.1)
+        turned = mdp.step(held, ("move", (held[0][0], held[0][1], yaw), NONE))
+        x, y, t = turned[0]
+        d, b = rng.uniform(0.35, 0.7), rng.uniform(-1.2, 1.2)
+        point = (x + d * math.cos(t + b), y + d * math.sin(t + b))
+        after = mdp.step(turned, ("place", point, NONE))
+        if after[2] != NONE:
+            continue
+        placed += 1
+        scene = mdp._sync(after)
+        assert not scene.collisions(after[0]), (after[0], point)
+    assert placed >= 5

@@ -164,7 +164,7 @@ class NamoScene:
         if self.held is None:
             raise RuntimeError("not holding anything")
         name, self.held = self.held, None
-        self.place_box(name, x, y, self.pose[2])
+        self.place_box(name, x, y)  # axis-aligned, as NAMO states record boxes
         self._measure_robot()
 
     def arm_reaches(self, x: float, y: float, z: float) -> bool:

@@ -221,7 +221,10 @@ class NamoMDP(FactoredMDP):
             if not (in_reach(pose, x, y) and scene.arm_reaches(x, y, top)):
                 return state
             scene.held = None  # check the box on the floor, as a box, not as part of the robot
-            hits = scene.box_collisions(held, x, y, pose[2])
+            # Axis-aligned, as the state (a box's x, y) and every resync show it: checked at
+            # the robot's heading instead, a box could be put down clear of the robot and
+            # then overlap it once the scene was rebuilt from the state.
+            hits = scene.box_collisions(held, x, y, 0.0)
             self._synced = None
             if hits:
                 return state

@@ -49,6 +49,10 @@ CARRY_SPOTS = 8
 PLAN_MARGIN = 0.03
 EDGE_RESOLUTION = 0.004  # OMPL's edge checks: 0.4 % of the SE(2) extent, about 5 cm
 START_SLACK = 0.1  # metres from a motion's start within which poses need not keep the margin
+# The base is holonomic: near a path's ends the relaxed path keeps the end's heading (it
+# slides out of a tight spot) rather than turning in place into a box beside it, which would
+# name that box as an obstruction the real motion never meets.
+HOLD_HEADING = 0.3  # metres
 GRID_CELL = 0.05  # metres, for the quick reachability test before motion planning
 _DOOR_OFFSETS = (0.0, 0.04, -0.04, 0.08, -0.08, 0.12, -0.12)  # metres along a doorway
 DOOR_KEEP_OUT = 0.75  # metres around a doorway's centre where nothing may be put down
@@ -103,6 +107,7 @@ class NamoTampInterface:
         self.placements: dict[str, int] = {}  # how often each box was put down this call
         self._corridor: list[Pose2D] | None = None
         self._goal_pose: Pose2D | None = None  # a pose at the goal, sampled with the corridor
+        self._clear_failed = False  # this move's grid-clear OMPL query found no path
         self.keep_out: list[Pose2D] = []
         self.order: list[str] = []
         self._static_blocked: np.ndarray | None = None
@@ -482,7 +487,8 @@ class NamoTampInterface:
         A random relaxed motion plan names whichever boxes its path happens to cross, and
         the conjunction of such facts over several locations can make the symbolic problem
         unsolvable (A must go before B's way is free, and B before A's); the fewest-boxes
-        path names only obstructions no way around avoids. With ``boxes_solid`` every box is
+        path names only obstructions no way around avoids. Headings follow the path, except
+        within ``HOLD_HEADING`` of either end. With ``boxes_solid`` every box is
         impassable: the shortest way around them all, keeping clear of them where it can."""
         cell, n, radius, static = self._grid_setup()
         blocked = static.copy()
@@ -534,8 +540,14 @@ class NamoTampInterface:
         points = [((i % n + 0.5) * cell, (i // n + 0.5) * cell) for i in cells[1:-1]]
         poses: list[Pose2D] = [start]
         for k, (x, y) in enumerate(points):
-            nx, ny = points[k + 1] if k + 1 < len(points) else (goal[0], goal[1])
-            poses.append((x, y, math.atan2(ny - y, nx - x)))
+            if math.hypot(x - start[0], y - start[1]) < HOLD_HEADING:
+                heading = start[2]
+            elif math.hypot(x - goal[0], y - goal[1]) < HOLD_HEADING:
+                heading = goal[2]
+            else:
+                nx, ny = points[k + 1] if k + 1 < len(points) else (goal[0], goal[1])
+                heading = math.atan2(ny - y, nx - x)
+            poses.append((x, y, heading))
         poses.append(goal)
         return poses
 
@@ -585,6 +597,7 @@ class NamoTampInterface:
             return Refinement(True)  # already there
         target_box = loc[len("near_") :] if loc.startswith("near_") else ""
         start = self._pose(self.state)
+        self._clear_failed = False
         targets = self._targets(loc)
         if not targets:
             return Refinement(False, reason=f"no free pose at {loc} inside the allowed rooms")
@@ -611,11 +624,14 @@ class NamoTampInterface:
             if target_box and target_box in blockers:
                 # The way runs through the box to be picked: pick it from where the way
                 # reaches it instead.
-                approach = self._approach(relaxed.path, target_box)
+                approach, crowding = self._approach(relaxed.path, target_box)
                 if approach is not None:
                     targets.insert(0, approach)
                     blockers.discard(target_box)
                     target = approach
+                else:
+                    # No pose on this side picks the box: what stands there must go first.
+                    blockers |= crowding
             if best is None or len(blockers) < len(best[0]):
                 best = (blockers, target)
                 best_path = relaxed.path
@@ -663,7 +679,13 @@ class NamoTampInterface:
             blockers = self._boxes_on(path)
             if blockers:
                 return MotionResult(path, time.perf_counter() - t0, 0, False), blockers
-            clear = self._plan(start, target, False, deadline, solid=solid)
+            # The grid's disc is only a necessary condition: in a cramped spot it passes
+            # where the base cannot, and OMPL spends its whole budget failing. Open paths
+            # take it tens of milliseconds, so after one such failure in this move the
+            # other target poses get a quarter of the budget.
+            budget = self.motion_timeout / (4 if self._clear_failed else 1)
+            clear = self._plan(start, target, False, deadline, budget, solid=solid)
+            self._clear_failed = self._clear_failed or clear.vertices is None
             if clear.vertices is not None:
                 # Every box was solid for OMPL: this path runs into none of them.
                 self.order = []
@@ -671,16 +693,18 @@ class NamoTampInterface:
         result = self._plan(start, target, True, deadline, 2 * self.motion_timeout, solid=solid)
         return result, self._boxes_on(result.path) if result.path is not None else set()
 
-    def _approach(self, path: list[Pose2D], box: str) -> Pose2D | None:
+    def _approach(self, path: list[Pose2D], box: str) -> tuple[Pose2D | None, set[str]]:
         """The last pose of ``path`` before it reaches ``box`` from which the box can be
-        picked (facing it, free, arm reaching its top), or None."""
+        picked (facing it, free, arm reaching its top), or None and the other boxes that
+        stand where such poses would be."""
         value = self._value(box)
         if not isinstance(value, tuple):
-            return None
+            return None, set()
         bx, by = float(value[0]), float(value[1])
         scene = self._scene()
         top = self.task.settings.box_size[2] + 0.02
         hit = self._first_hit(path, box)
+        crowding: set[str] = set()
         # Come in along the way the path arrives, facing the box, at picking distance.
         for back in (1, 10, 20):
             x, y, _ = path[max(hit - back, 0)]
@@ -690,9 +714,11 @@ class NamoTampInterface:
             ux, uy = (bx - x) / length, (by - y) / length
             for d in (0.46, 0.5, 0.54):
                 pose = (bx - d * ux, by - d * uy, math.atan2(uy, ux))
-                if not scene.collisions(pose, PLAN_MARGIN) and scene.arm_reaches(bx, by, top):
-                    return pose
-        return None
+                hits = scene.collisions(pose, PLAN_MARGIN)
+                if not hits and scene.arm_reaches(bx, by, top):
+                    return pose, set()
+                crowding |= (hits & _SLOTS) - {box}
+        return None, crowding
 
     def _first_hit(self, path: list[Pose2D], box: str) -> int:
         scene = self._scene()
