@@ -55,3 +55,25 @@ def test_state_encoder_is_one_hot_per_variable(tmp_path: Path) -> None:
     x = enc.encode(mdp.initial_state())
     assert x.shape == (81 + 9 + 21 * 11,)
     assert x.sum() == len(mdp.state_vars)
+
+
+def test_policy_learning_training_stops_at_the_domains_iteration_bound(tmp_path: Path) -> None:
+    from camp_planner.learning.labels import Score, ScoreMatrix
+    from camp_planner.learning.methods import PolicyLearning, TrainingData
+
+    pipe = _pipe(tmp_path)
+    mdp = pipe.domain.make_mdp(pipe.task("train", 0), pipe.config)
+    s0 = list(mdp.initial_state())
+    actions = list(mdp.applicable_actions(mdp.initial_state()))[:3]
+    scores = {
+        (t, "universal"): Score(
+            t, "universal", 1.0, 1.0, 0.1, True, "goal", 0, {}, [s0] * 3, actions
+        )
+        for t in range(2)
+    }
+    matrix = ScoreMatrix([0, 1], ["universal"], scores)
+    features = np.stack([pipe.domain.features(pipe.task("train", t)) for t in range(2)])
+    pipe.config["baselines"] = {"policy_max_iterations": 7}
+    method = PolicyLearning(task_conditioned=True)
+    method.fit(TrainingData(pipe, "bfs_replan", matrix, features, seed=0))
+    assert method.report.iterations == 7 and not method.report.reached_target

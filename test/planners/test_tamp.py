@@ -425,3 +425,24 @@ def test_a_camp_closes_the_doorways_into_forbidden_rooms_not_the_rooms_walls() -
     iface.close()
     assert "forbidden" not in mdp.scene().collisions((1.5, 2.75, math.pi / 2))
     mdp.close()
+
+
+def test_a_relaxed_path_keeps_its_ends_headings_near_its_ends() -> None:
+    # The base is holonomic: beside a box it slides away rather than turning into it, so a
+    # relaxed path must not name that box for a turn the real motion never makes.
+    from camp_planner.domains.namo.tamp import HOLD_HEADING, NamoTampInterface
+
+    task = _open_chain()
+    mdp = NamoMDP.from_task(task)
+    iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings={})
+    start, goal = (1.5, 1.5, 1.0), (4.5, 1.5, -0.5)
+    path = iface._fewest_boxes_path(start, goal, "")
+    assert path is not None
+    for x, y, heading in path:
+        if math.hypot(x - start[0], y - start[1]) < HOLD_HEADING:
+            assert heading == start[2]
+        elif math.hypot(x - goal[0], y - goal[1]) < HOLD_HEADING:
+            assert heading == goal[2]
+    assert any(abs(h) < 0.2 for _, _, h in path)  # between the ends: along the way (+x)
+    iface.close()
+    mdp.close()

@@ -366,9 +366,12 @@ class PolicyLearning(Method):
             "labels": "hard",
             "model": "net",
         }
+        cap = pipe.config.get("baselines", {}).get("policy_max_iterations")
+        if cap is not None:  # a domain may bound training that its stopping rule never ends
+            settings["max_iterations"] = min(int(settings["max_iterations"]), int(cap))
         cfg = SelectorConfig.from_mapping(settings)
         self.net = ContextSelector((len(xs[0]),), len(self.actions), cfg)
-        self.net.fit(np.stack(xs), np.asarray(ys))
+        self.report = self.net.fit(np.stack(xs), np.asarray(ys))
 
     def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:
         features = pipe.domain.features(pipe.task("test", task_index))
