@@ -9,7 +9,14 @@ import pytest
 
 
 @pytest.mark.parametrize(
-    "argv", [["--repeats", "0"], ["--tasks", "0"], ["--set", "guide"], ["--set", "=none"]]
+    "argv",
+    [
+        ["--repeats", "0"],
+        ["--tasks", "0"],
+        ["--set", "guide"],
+        ["--set", "=none"],
+        ["--split", "validation"],
+    ],
 )
 def test_bad_arguments_are_refused(
     argv: list[str],
