@@ -109,21 +109,64 @@ def cached_matrix(
     return ScoreMatrix(tasks, ids, {k: v.without_trajectory() for k, v in scores.items()})
 
 
-def study_seed(
-    base: Pipeline, artifacts: Path, planner: str, seed: int, variants: list[Variant]
-) -> dict[str, list[float]]:
-    """Per variant (and the references), the test objective of each test task's pick."""
-    pipe = seed_pipeline(base, artifacts, seed)
-    train = cached_matrix(pipe, artifacts, planner, "train", seed)
-    test = cached_matrix(pipe, artifacts, planner, "test", seed)
+def _picks(
+    pipe: Pipeline,
+    selector: ContextSelector,
+    cfg: SelectorConfig,
+    model: str,
+    scores: ScoreMatrix,
+    tasks: list[int],
+    task_objects: list[Any],
+    lam: float,
+) -> list[float]:
+    """The objective of each task's pick, as the CAMP method picks: the first ranked context
+    (screened), up to two fallbacks, then the universal one."""
     contexts = list(pipe.space)
-    test_tasks = pipe.tasks("test")
     universal = next(c.id for c in contexts if c.is_universal)
-    out: dict[str, list[float]] = {
-        "oracle": [test.get(t, test.context_ids[test.best_index(t)]).objective for t in test.tasks],
-        "universal context": [test.get(t, universal).objective for t in test.tasks],
-    }
+    picks = []
+    for t, task in zip(tasks, task_objects, strict=True):
+        x = selector_input(pipe, task, model, contexts, pipe.relevant)
+        ranked = [(contexts[i], p) for i, p in selector.ranked(x)]
+        if cfg.screen:
+            ranked, _ = screen(ranked, pipe.domain.region_graph(task))
+        order = [c.id for c, _ in ranked[:3]]
+        if universal not in order:
+            order.append(universal)
+        picks.append(with_fallbacks(scores, t, order, lam))
+    return picks
+
+
+def study_seed(
+    base: Pipeline,
+    artifacts: Path,
+    planner: str,
+    seed: int,
+    variants: list[Variant],
+    folds: int = 0,
+) -> dict[str, list[float]]:
+    """Per variant (and the references), the objective of each task's pick: on the test
+    tasks, or with ``folds`` > 0 on the training tasks by cross-validation (each fold picked
+    by a selector trained on the other folds), which chooses a variant without looking at
+    the test tasks."""
+    pipe = seed_pipeline(base, artifacts, seed)
     lam = pipe.lam(planner)
+    train = cached_matrix(pipe, artifacts, planner, "train", seed)
+    contexts = list(pipe.space)
+    universal = next(c.id for c in contexts if c.is_universal)
+    train_tasks = pipe.tasks("train")
+    if folds > 0:
+        scored, scored_tasks = train, list(train_tasks)
+    else:
+        scored, scored_tasks = (
+            cached_matrix(pipe, artifacts, planner, "test", seed),
+            list(pipe.tasks("test")),
+        )
+    out: dict[str, list[float]] = {
+        "oracle": [
+            scored.get(t, scored.context_ids[scored.best_index(t)]).objective for t in scored.tasks
+        ],
+        "universal context": [scored.get(t, universal).objective for t in scored.tasks],
+    }
     for variant in variants:
         model, kind, temp, screened = variant
         cfg = SelectorConfig.from_mapping(
@@ -137,21 +180,32 @@ def study_seed(
             }
         )
         x_train = np.stack(
-            [selector_input(pipe, t, model, contexts, pipe.relevant) for t in pipe.tasks("train")]
+            [selector_input(pipe, t, model, contexts, pipe.relevant) for t in train_tasks]
         )
-        selector = ContextSelector(tuple(x_train.shape[1:]), len(contexts), cfg)
-        selector.fit(x_train, train.targets(kind, temp))
-        picks = []
-        for t, task in zip(test.tasks, test_tasks, strict=True):
-            x = selector_input(pipe, task, model, contexts, pipe.relevant)
-            ranked = [(contexts[i], p) for i, p in selector.ranked(x)]
-            if cfg.screen:
-                ranked, _ = screen(ranked, pipe.domain.region_graph(task))
-            # As the CAMP method: the first pick, up to two fallbacks, then universal.
-            order = [c.id for c, _ in ranked[:3]]
-            if universal not in order:
-                order.append(universal)
-            picks.append(with_fallbacks(test, t, order, lam))
+        y_train = np.asarray(train.targets(kind, temp))
+        if folds == 0:
+            selector = ContextSelector(tuple(x_train.shape[1:]), len(contexts), cfg)
+            selector.fit(x_train, y_train)
+            picks = _picks(pipe, selector, cfg, model, scored, scored.tasks, scored_tasks, lam)
+        else:
+            picks = [0.0] * len(train.tasks)
+            for fold in range(folds):
+                held = [i for i in range(len(train.tasks)) if i % folds == fold]
+                kept = [i for i in range(len(train.tasks)) if i % folds != fold]
+                selector = ContextSelector(tuple(x_train.shape[1:]), len(contexts), cfg)
+                selector.fit(x_train[kept], y_train[kept])
+                fold_picks = _picks(
+                    pipe,
+                    selector,
+                    cfg,
+                    model,
+                    train,
+                    [train.tasks[i] for i in held],
+                    [scored_tasks[i] for i in held],
+                    lam,
+                )
+                for i, value in zip(held, fold_picks, strict=True):
+                    picks[i] = value
         out[variant_name(variant)] = picks
     return out
 
@@ -170,10 +224,19 @@ def main(argv: list[str] | None = None) -> int:
         help="[MODEL/]KIND[:TEMPERATURE][:noscreen], e.g. multilabel:5 or "
         "structural/regression:5:noscreen (repeatable; default: those two)",
     )
+    parser.add_argument(
+        "--folds",
+        type=int,
+        default=0,
+        help="K > 1: cross-validate on the training tasks in K folds instead of scoring the "
+        "test tasks (choose a variant without looking at the test tasks)",
+    )
     parser.add_argument("--json", type=Path, help="also write the per-task objectives here")
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
+    if args.folds == 1 or args.folds < 0:
+        parser.error("--folds must be 0 (score the test tasks) or at least 2")
     variants = args.variant or [
         ("net", "multilabel", 5.0, True),
         ("structural", "regression", 5.0, False),
@@ -181,12 +244,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         base = Pipeline.create(args.domain, args.config, args.artifacts)
         per_seed = [
-            study_seed(base, args.artifacts, args.planner, s, variants) for s in range(args.seeds)
+            study_seed(base, args.artifacts, args.planner, s, variants, args.folds)
+            for s in range(args.seeds)
         ]
     except CampError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"test objective of the picked context ({args.domain}, {args.planner}), mean per seed")
+    where = f"training tasks, {args.folds}-fold cross-validation" if args.folds else "test tasks"
+    print(
+        f"objective of the picked context ({args.domain}, {args.planner}; {where}), mean per seed"
+    )
     header = " ".join(f"{'seed ' + str(s):>9}" for s in range(args.seeds))
     print(f"{'selector':<34} {header}      mean")
     rows: dict[str, Any] = {}

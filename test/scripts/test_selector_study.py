@@ -19,13 +19,18 @@ selector: {max_iterations: 200}
 """
 
 
-def test_bad_variant_is_refused(
-    capsys: pytest.CaptureFixture[str], load_script: Callable[[str], ModuleType]
+@pytest.mark.parametrize(
+    ("extra", "message"), [(["--variant", "fuzzy:5"], "label kind"), (["--folds", "1"], "folds")]
+)
+def test_bad_arguments_are_refused(
+    extra: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    load_script: Callable[[str], ModuleType],
 ) -> None:
     with pytest.raises(SystemExit):
-        argv = ["--domain", "gridworld", "--planner", "vi", "--variant", "fuzzy:5"]
-        load_script("selector_study").main(argv)
-    assert "label kind" in capsys.readouterr().err
+        load_script("selector_study").main(["--domain", "gridworld", "--planner", "vi", *extra])
+    assert message in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -51,3 +56,12 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
         assert len(row["per_task"][0]) == 2
         assert all(o >= v for o, v in zip(oracle, row["per_task"][0], strict=True)), name
     assert "regression:5:noscreen" in capsys.readouterr().out
+    # Cross-validation on the training tasks: every training task gets a pick, none beats
+    # that task's best context.
+    assert study_script.main([*study, "--folds", "2"]) == 0
+    rows = json.loads((tmp_path / "s.json").read_text())
+    oracle = rows["oracle"]["per_task"][0]
+    for name, row in rows.items():
+        assert len(row["per_task"][0]) == 5
+        assert all(o >= v for o, v in zip(oracle, row["per_task"][0], strict=True)), name
+    assert "cross-validation" in capsys.readouterr().out
