@@ -101,19 +101,20 @@ def test_the_worker_stops_when_cancelled_or_overdue_and_recovers(
         from camp_planner.workflow import Pipeline
 
         pipe = Pipeline.create("namo", config, tmp_path)
-        hard = scene_from_task(pipe.task("test", 3))  # pure TAMP needs >10 s here
+        # Pure TAMP took 1.3 s or more on this task in every benchmark run (1.3-15 s), far
+        # longer than the worker's 50 ms polls: cancelled as planning starts, it cannot
+        # have finished.
+        hard = scene_from_task(pipe.task("test", 6))
         request = PlanRequest(hard, context_id="universal", allow_fallback=False)
         stages: list[str] = []
         t0 = time.monotonic()
-        result = worker.run(
-            request, cancelled=lambda: time.monotonic() - t0 > 1.0, progress=stages.append
-        )
+        result = worker.run(request, cancelled=lambda: "planning" in stages, progress=stages.append)
         assert result.code == ErrorCode.CANCELED
         assert time.monotonic() - t0 < 8.0  # stopped at once, not after planning finished
         assert "planning" in stages
         worker.start()  # the cancelled worker was stopped: time the next run, not its start
         t0 = time.monotonic()
-        result = worker.run(request, limit_s=1.0)
+        result = worker.run(request, limit_s=0.2)
         assert result.code == ErrorCode.TIMEOUT and time.monotonic() - t0 < 8.0
         bad = dataclasses.replace(hard, robot_pose=(math.inf, 0.0, 0.0))
         result = worker.run(PlanRequest(bad))  # a fresh worker answers the next request
