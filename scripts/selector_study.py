@@ -31,7 +31,7 @@ import numpy as np
 from camp_planner.core.errors import CampError
 from camp_planner.core.feasibility import screen
 from camp_planner.learning.evaluate import seed_pipeline
-from camp_planner.learning.labels import ScoreMatrix
+from camp_planner.learning.labels import PLANNING_FAILURES, ScoreMatrix
 from camp_planner.learning.selector import (
     LABEL_KINDS,
     MODELS,
@@ -39,15 +39,17 @@ from camp_planner.learning.selector import (
     SelectorConfig,
 )
 from camp_planner.learning.structural import selector_input
-from camp_planner.learning.train import score_checkpoint
+from camp_planner.learning.train import score_checkpoint, selector_targets
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
-Variant = tuple[str, str, float, bool]  # model, label kind, temperature, screen
-FAILED = frozenset({"timeout", "no_plan", "planner_error"})
+Variant = tuple[str, str, float, bool, bool]  # model, label kind, temperature, screen, fallback
+FAILED = PLANNING_FAILURES
 
 
 def parse_variant(text: str) -> Variant:
-    """``[MODEL/]KIND[:TEMPERATURE][:noscreen]``, e.g. ``structural/regression:5:noscreen``."""
+    """``[MODEL/]KIND[:TEMPERATURE][:noscreen][:fallback]``, e.g.
+    ``structural/regression:5:noscreen`` (``fallback``: labels valued with the fallback to
+    the universal context, ``selector.fallback_labels``)."""
     model, _, rest_text = text.rpartition("/")
     model = model or "net"
     if model not in MODELS:
@@ -55,13 +57,17 @@ def parse_variant(text: str) -> Variant:
     kind, *rest = rest_text.split(":")
     if kind not in LABEL_KINDS:
         raise argparse.ArgumentTypeError(f"label kind must be one of {', '.join(LABEL_KINDS)}")
+    fallback = False
+    if rest and rest[-1] == "fallback":
+        fallback = True
+        rest = rest[:-1]
     screened = True
     if rest and rest[-1] == "noscreen":
         screened = False
         rest = rest[:-1]
     if len(rest) > 1:
         raise argparse.ArgumentTypeError(
-            f"expected [MODEL/]KIND[:TEMPERATURE][:noscreen], got {text!r}"
+            f"expected [MODEL/]KIND[:TEMPERATURE][:noscreen][:fallback], got {text!r}"
         )
     try:
         value = float(rest[0]) if rest else 5.0
@@ -69,13 +75,17 @@ def parse_variant(text: str) -> Variant:
         raise argparse.ArgumentTypeError(f"bad temperature in {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError("the temperature must be positive")
-    return model, kind, value, screened
+    return model, kind, value, screened, fallback
 
 
 def variant_name(variant: Variant) -> str:
-    model, kind, temp, screened = variant
+    model, kind, temp, screened, fallback = variant
     prefix = "" if model == "net" else f"{model}/"
-    return f"{prefix}{kind}:{temp:g}" + ("" if screened else ":noscreen")
+    return (
+        f"{prefix}{kind}:{temp:g}"
+        + ("" if screened else ":noscreen")
+        + (":fallback" if fallback else "")
+    )
 
 
 def with_fallbacks(test: ScoreMatrix, task: int, order: list[str], lam: float) -> float:
@@ -168,7 +178,7 @@ def study_seed(
         "universal context": [scored.get(t, universal).objective for t in scored.tasks],
     }
     for variant in variants:
-        model, kind, temp, screened = variant
+        model, kind, temp, screened, fallback = variant
         cfg = SelectorConfig.from_mapping(
             {
                 **pipe.config["selector"],
@@ -176,13 +186,14 @@ def study_seed(
                 "labels": kind,
                 "temperature": temp,
                 "screen": screened,
+                "fallback_labels": fallback,
                 "seed": seed,
             }
         )
         x_train = np.stack(
             [selector_input(pipe, t, model, contexts, pipe.relevant) for t in train_tasks]
         )
-        y_train = np.asarray(train.targets(kind, temp))
+        y_train = np.asarray(selector_targets(train, cfg))
         if folds == 0:
             selector = ContextSelector(tuple(x_train.shape[1:]), len(contexts), cfg)
             selector.fit(x_train, y_train)
@@ -238,8 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.folds == 1 or args.folds < 0:
         parser.error("--folds must be 0 (score the test tasks) or at least 2")
     variants = args.variant or [
-        ("net", "multilabel", 5.0, True),
-        ("structural", "regression", 5.0, False),
+        ("net", "multilabel", 5.0, True, False),
+        ("structural", "regression", 5.0, False, False),
     ]
     try:
         base = Pipeline.create(args.domain, args.config, args.artifacts)

@@ -103,3 +103,39 @@ def test_killed_train_resumes_without_recomputing(tmp_path: Path) -> None:
     records = [json.loads(line) for f in labels_dir.glob("*.jsonl") for line in f.open()]
     keys = [(r["task"], r["context_id"]) for r in records]
     assert len(keys) == len(set(keys)) == 30
+
+
+def _score(task: int, context: str, ret: float, seconds: float, outcome: str) -> Score:
+    return Score(task, context, ret - 100.0 * seconds, ret, seconds, outcome == "goal", outcome)
+
+
+def test_fallback_labels_value_a_failed_context_as_the_fallback_less_its_time() -> None:
+    from camp_planner.learning.labels import ScoreMatrix
+    from camp_planner.learning.selector import SelectorConfig
+    from camp_planner.learning.train import selector_targets
+
+    scores = {
+        (0, "universal"): _score(0, "universal", 1000.0, 2.0, "goal"),  # 800
+        (0, "fast"): _score(0, "fast", 1000.0, 0.5, "goal"),  # 950
+        (0, "fails"): _score(0, "fails", 0.0, 0.3, "no_plan"),  # -30 as a lost episode
+        (0, "times_out"): _score(0, "times_out", 0.0, 60.0, "timeout"),
+        (0, "acted"): _score(0, "acted", 0.0, 1.0, "horizon"),  # no fallback: it acted on
+    }
+    matrix = ScoreMatrix([0], ["universal", "fast", "fails", "times_out", "acted"], scores)
+    plain = matrix.targets("regression", 5.0)[0]
+    assert list(plain) == pytest.approx([800.0, 950.0, -30.0, -6000.0, -100.0])
+    cascade = matrix.targets("regression", 5.0, fallback="universal")[0]
+    # A fast failure costs its 0.3 s on top of the universal context's score; a timeout
+    # costs its whole minute; an episode that acted to the end has no fallback.
+    assert list(cascade) == pytest.approx([800.0, 950.0, 770.0, -5200.0, -100.0])
+    # λ re-weighs both the failed attempt and the fallback's own time.
+    relabelled = matrix.targets("regression", 5.0, lam=10.0, fallback="universal")[0]
+    assert relabelled[2] == pytest.approx(1000.0 - 20.0 - 3.0)
+    # The selector's setting picks the valuation; the universal context is the fallback.
+    on = SelectorConfig.from_mapping({"labels": "regression", "fallback_labels": True})
+    off = SelectorConfig.from_mapping({"labels": "regression"})
+    assert list(selector_targets(matrix, on)[0]) == pytest.approx(list(cascade))
+    assert list(selector_targets(matrix, off)[0]) == pytest.approx(list(plain))
+    # Hard labels follow the same valuation: the failing context never wins, either way.
+    hard = selector_targets(matrix, SelectorConfig(labels="hard", fallback_labels=True))
+    assert list(hard) == [1]

@@ -9,7 +9,7 @@ from camp_planner.core.camp import CAMP
 from camp_planner.core.context import Context, Term
 from camp_planner.core.mdp import State
 from camp_planner.core.objective import run_episode
-from camp_planner.core.planner import Deadline, NoPlanFound, PlanningError
+from camp_planner.core.planner import Deadline, NoPlanFound, PlanningError, PlanningTimeout
 from camp_planner.domains.namo.mdp import NONE, SLOT_NAMES, NamoMDP
 from camp_planner.domains.namo.world import Box, Door, NamoTask
 from camp_planner.planners.stilman import Stilman
@@ -446,3 +446,89 @@ def test_a_relaxed_path_keeps_its_ends_headings_near_its_ends() -> None:
     assert any(abs(h) < 0.2 for _, _, h in path)  # between the ends: along the way (+x)
     iface.close()
     mdp.close()
+
+
+class _FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _StallingInterface(_ScriptedInterface):
+    """While ``stuck``, refinement spends all the (fake) time its deadline leaves and fails
+    without explanation; otherwise it succeeds at once."""
+
+    def __init__(self, clock: _FakeClock, stuck: bool) -> None:
+        super().__init__(unsolvable=False, flaky=10**6 if stuck else 0)
+        self.clock = clock
+
+    def refine(self, step: tuple[str, ...], deadline: Deadline) -> Refinement:
+        if self.flaky > 0:
+            self.clock.now += deadline.remaining + 0.01
+        return super().refine(step, deadline)
+
+
+class _SeededMDP(GridMDP):
+    """Hands out a fresh interface per planning attempt, stuck for the seeds in ``stuck``."""
+
+    def __init__(self, clock: _FakeClock, stuck: set[int] | None, fail: bool = False) -> None:
+        super().__init__(("S.G",))
+        self.clock, self.stuck, self.fail = clock, stuck, fail
+        self.seeds: list[int] = []
+
+    def tamp_interface(self, state: State, camp: object, seed: int, settings: object) -> object:
+        self.seeds.append(seed)
+        if self.fail:
+            return _ScriptedInterface(unsolvable=True, flaky=0, can_forget=False)
+        return _StallingInterface(self.clock, self.stuck is None or seed in self.stuck)
+
+
+def test_an_attempt_past_its_cutoff_restarts_with_fresh_randomness() -> None:
+    clock = _FakeClock()
+    mdp = _SeededMDP(clock, stuck={0})
+    # Cutoffs of 10 s and more: Fast Downward's driver turns a budget of about a second
+    # into a CPU limit its translator starts beyond.
+    planner = TAMP(seed=0, restart_s=10.0, max_resamples=10**6, max_replans=10**6)
+    planner.prepare(mdp, Deadline(100, clock))
+    assert planner.cutoffs == 1 and planner.last_stats["cutoffs"] == 1
+    assert len(mdp.seeds) == 2 and mdp.seeds[0] == 0 and mdp.seeds[1] != 0
+    assert clock.now == pytest.approx(10.01)  # the stuck attempt was abandoned at its cutoff
+    # Without a cutoff the same stuck attempt runs on to the call's deadline.
+    clock.now = 0.0
+    stuck = _SeededMDP(clock, stuck={0})
+    with pytest.raises(PlanningTimeout):
+        TAMP(seed=0, max_resamples=10**6, max_replans=10**6).prepare(stuck, Deadline(100, clock))
+    assert stuck.seeds == [0] and clock.now >= 100
+
+
+def test_restart_cutoffs_grow_and_the_call_deadline_still_holds() -> None:
+    clock = _FakeClock()
+    mdp = _SeededMDP(clock, stuck=None)  # every attempt stalls
+    planner = TAMP(restart_s=10.0, restart_growth=2.0, max_resamples=10**6, max_replans=10**6)
+    with pytest.raises(PlanningTimeout):
+        planner.prepare(mdp, Deadline(100, clock))
+    # Cutoffs 10, 20 and 40 s; at 70 s the 80 s cutoff exceeds what is left, so the fourth
+    # attempt gets the rest of the call's 100 s and the call times out on schedule.
+    assert planner.cutoffs == 3 and len(set(mdp.seeds)) == 4
+    assert clock.now == pytest.approx(100.01)
+
+
+def test_an_attempt_that_fails_is_not_restarted() -> None:
+    clock = _FakeClock()
+    mdp = _SeededMDP(clock, stuck=None, fail=True)
+    with pytest.raises(NoPlanFound):
+        TAMP(restart_s=10.0).prepare(mdp, Deadline(100, clock))
+    assert mdp.seeds == [0]  # a CAMP that cannot work still fails fast
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [({"restart_s": 0.0}, "restart_s"), ({"restart_s": 1.0, "restart_growth": 0.5}, "growth")],
+)
+def test_bad_restart_settings_are_refused(settings: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TAMP(**settings)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=message):
+        Stilman(**settings)  # type: ignore[arg-type]

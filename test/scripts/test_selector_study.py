@@ -20,7 +20,12 @@ selector: {max_iterations: 200}
 
 
 @pytest.mark.parametrize(
-    ("extra", "message"), [(["--variant", "fuzzy:5"], "label kind"), (["--folds", "1"], "folds")]
+    ("extra", "message"),
+    [
+        (["--variant", "fuzzy:5"], "label kind"),
+        (["--variant", "regression:5:fallback:noscreen"], "expected"),
+        (["--folds", "1"], "folds"),
+    ],
 )
 def test_bad_arguments_are_refused(
     extra: list[str],
@@ -42,7 +47,8 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
     cfg.write_text(TINY)
     common = ["--domain", "gridworld", "--config", str(cfg), "--artifacts", str(tmp_path / "a")]
     study = [*common, "--planner", "bfs_replan", "--variant", "multilabel:5"]
-    study += ["--variant", "regression:5:noscreen", "--json", str(tmp_path / "s.json")]
+    study += ["--variant", "regression:5:noscreen", "--variant", "regression:5:fallback"]
+    study += ["--json", str(tmp_path / "s.json")]
     # Nothing scored yet: a clear error, not hours of planning.
     assert study_script.main(study) == 2
     assert "run the same `camp eval`" in capsys.readouterr().err
@@ -50,7 +56,13 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
     assert camp_main([*argv, "--methods", "camp", "oracle", "--out", str(tmp_path / "e")]) == 0
     assert study_script.main(study) == 0
     rows = json.loads((tmp_path / "s.json").read_text())
-    assert set(rows) == {"oracle", "universal context", "multilabel:5", "regression:5:noscreen"}
+    assert set(rows) == {
+        "oracle",
+        "universal context",
+        "multilabel:5",
+        "regression:5:noscreen",
+        "regression:5:fallback",
+    }
     oracle = rows["oracle"]["per_task"][0]
     for name, row in rows.items():
         assert len(row["per_task"][0]) == 2

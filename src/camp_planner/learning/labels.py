@@ -23,6 +23,9 @@ from camp_planner.learning.jsonl import append_record, corrupt, read_records
 from camp_planner.progress import progress_bar
 
 PURE = "pure"
+# Outcomes of an episode whose planning call gave up (the CAMP method then falls back to the
+# next context); "horizon" and "terminal" episodes acted to the end and have no fallback.
+PLANNING_FAILURES = frozenset({"timeout", "no_plan", "planner_error"})
 
 
 @dataclass(frozen=True)
@@ -117,12 +120,23 @@ class ScoreMatrix:
         temperature: float,
         lam: float | None = None,
         tasks: Sequence[int] | None = None,
+        fallback: str | None = None,
     ) -> np.ndarray:
         """Selector targets of ``kind`` (hard, soft, multilabel, regression) for ``tasks``
-        (default all); ``lam`` re-weighs compute time (None: the objective as scored)."""
+        (default all); ``lam`` re-weighs compute time (None: the objective as scored).
+
+        ``fallback`` (a context id, e.g. the universal context's) values each context as the
+        deployed CAMP method experiences it: when planning in a context fails, the agent
+        falls back and ends with the fallback's objective, less the failed attempt's
+        compute time. Without it a failed context counts as a lost episode (return 0), so
+        a context that reaches the goal quickly on most tasks and fails fast on the rest
+        looks far worse than the universal context, although trying it first costs only
+        the failed attempt's few tenths of a second where it fails."""
         rows: list[Any] = []
         for t in self.tasks if tasks is None else tasks:
-            values = np.array([self._value(t, c, lam) for c in self.context_ids])
+            values = np.array(
+                [self._value_with_fallback(t, c, lam, fallback) for c in self.context_ids]
+            )
             if kind == "hard":
                 rows.append(int(max(range(len(values)), key=lambda i: (values[i], -i))))
             elif kind == "multilabel":
@@ -133,6 +147,18 @@ class ScoreMatrix:
                 weights = np.exp((values - values.max()) / temperature)
                 rows.append(weights / weights.sum())
         return np.asarray(rows) if kind == "hard" else np.stack(rows)
+
+    def _value_with_fallback(
+        self, task: int, context_id: str, lam: float | None, fallback: str | None
+    ) -> float:
+        value = self._value(task, context_id, lam)
+        if fallback is None or context_id == fallback:
+            return value
+        s = self.scores[(task, context_id)]
+        if s.outcome not in PLANNING_FAILURES:
+            return value
+        spent = s.discounted_return - value  # λ·t of the failed attempt
+        return self._value(task, fallback, lam) - spent
 
     def _value(self, task: int, context_id: str, lam: float | None) -> float:
         s = self.scores[(task, context_id)]

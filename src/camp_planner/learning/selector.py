@@ -77,6 +77,10 @@ class SelectorConfig:
     # per context, with hidden layers `structural_hidden`.
     model: str = "net"
     structural_hidden: tuple[int, ...] = (16, 16)
+    # Label each context with what the CAMP method, which falls back when planning fails,
+    # gets from trying it first: a failed attempt scores the universal context's objective
+    # less its own compute time, not a lost episode (labels.ScoreMatrix.targets).
+    fallback_labels: bool = False
 
     @staticmethod
     def from_mapping(data: dict[str, Any]) -> SelectorConfig:

@@ -30,7 +30,7 @@ from camp_planner.learning.labels import ScoreMatrix
 from camp_planner.learning.methods import CampMethod, Method, Pure
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
 from camp_planner.learning.structural import selector_input
-from camp_planner.learning.train import learn_all_csis, score_split
+from camp_planner.learning.train import learn_all_csis, score_split, selector_targets
 from camp_planner.workflow import Pipeline
 
 
@@ -56,7 +56,7 @@ def _camp_on_test(
         ]
     )
     selector = ContextSelector(tuple(features.shape[1:]), len(pipe.space), cfg)
-    selector.fit(features, matrix.targets(cfg.labels, cfg.temperature, lam, tasks))
+    selector.fit(features, selector_targets(matrix, cfg, lam, tasks))
     csis = {c.id: r for c in pipe.space if (r := pipe.store.cached(c)) is not None}
     bundle = Bundle(pipe.domain.name, pipe.domain.version, pipe.space, csis, selector, {})
     return _summarise(CampMethod(bundle), pipe, planner, seed)

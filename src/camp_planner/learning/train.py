@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +26,9 @@ from camp_planner.learning.labels import (
 from camp_planner.learning.structural import selector_input
 from camp_planner.progress import progress_bar
 from camp_planner.workflow import Pipeline
+
+if TYPE_CHECKING:
+    from camp_planner.learning.selector import SelectorConfig
 
 # Bump when what a score record holds changes, so old checkpoints are not reused.
 LABEL_FORMAT = 2
@@ -110,6 +114,17 @@ def score_split(
     )
 
 
+def selector_targets(
+    matrix: ScoreMatrix,
+    cfg: SelectorConfig,
+    lam: float | None = None,
+    tasks: Sequence[int] | None = None,
+) -> np.ndarray:
+    """The training targets ``cfg`` asks for (kind, temperature, fallback valuation)."""
+    fallback = Context.universal().id if cfg.fallback_labels else None
+    return matrix.targets(cfg.labels, cfg.temperature, lam, tasks, fallback=fallback)
+
+
 def train(
     pipe: Pipeline,
     artifacts: Path,
@@ -132,7 +147,7 @@ def train(
         [selector_input(pipe, t, cfg.model, contexts, pipe.relevant) for t in pipe.tasks("train")]
     )
     selector = ContextSelector(tuple(features.shape[1:]), len(contexts), cfg)
-    report = selector.fit(features, matrix.targets(cfg.labels, cfg.temperature))
+    report = selector.fit(features, selector_targets(matrix, cfg))
     counts = Counter(contexts[i].name for i in labels)
     out_dir = artifacts / pipe.domain.name / planner / f"seed{seed}"
     bundle = Bundle(

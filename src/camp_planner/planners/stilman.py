@@ -29,8 +29,8 @@ class Stilman(InterfacePlanner):
 
     Settings:
         max_depth: how deep obstructions of obstructions are resolved.
-        motion_timeout_s, detour_timeout_s, motion_planner, relaxed, guide: as for the TAMP
-            planner.
+        motion_timeout_s, detour_timeout_s, motion_planner, relaxed, guide, restart_s,
+            restart_growth: as for the TAMP planner.
     """
 
     name = "stilman"
@@ -44,8 +44,19 @@ class Stilman(InterfacePlanner):
         motion_planner: str = "RRTConnect",
         relaxed: str = "grid",
         guide: str = "doors",
+        restart_s: float | None = None,
+        restart_growth: float = 2.0,
     ) -> None:
-        super().__init__(seed, motion_timeout_s, motion_planner, detour_timeout_s, relaxed, guide)
+        super().__init__(
+            seed,
+            motion_timeout_s,
+            motion_planner,
+            detour_timeout_s,
+            relaxed,
+            guide,
+            restart_s,
+            restart_growth,
+        )
         if max_depth < 0:
             raise ValueError(f"max_depth must be non-negative, got {max_depth}")
         self.max_depth = max_depth
@@ -64,7 +75,7 @@ class Stilman(InterfacePlanner):
         assert mdp is not None
         base, camp = tamp_base(mdp)
         full = camp.sigma_inv(state) if camp is not None else state
-        self._interface = base.tamp_interface(full, camp, self.seed, self.settings)
+        self._interface = base.tamp_interface(full, camp, self._attempt_seed, self.settings)
         self._actions: list[Action] = []
         self._states: list[State] = [full]
         self._resolved = 0
@@ -76,7 +87,11 @@ class Stilman(InterfacePlanner):
             self._finish(self._interface)
             self._add_time("search", time.perf_counter() - t0)
         self._adopt(camp, self._actions, self._states)
-        self.last_stats = {"actions": len(self._plan), "obstacles_moved": self._resolved}
+        self.last_stats = {
+            "actions": len(self._plan),
+            "obstacles_moved": self._resolved,
+            "cutoffs": self.cutoffs,
+        }
 
     # --- ResolveSpatialConstraints --------------------------------------------------------
     def _snapshot(self) -> tuple[Any, int, int]:

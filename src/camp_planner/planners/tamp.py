@@ -24,7 +24,14 @@ from typing import Any, Protocol
 
 from camp_planner.core.camp import CAMP
 from camp_planner.core.mdp import Action, FactoredMDP, State
-from camp_planner.core.planner import Deadline, NoPlanFound, Planner, PlanningError, Unsolvable
+from camp_planner.core.planner import (
+    Deadline,
+    NoPlanFound,
+    Planner,
+    PlanningError,
+    PlanningTimeout,
+    Unsolvable,
+)
 from camp_planner.planners.fast_downward import FDRunner
 
 
@@ -101,10 +108,20 @@ class InterfacePlanner(Planner):
         detour_timeout_s: float,
         relaxed: str = "grid",
         guide: str = "doors",
+        restart_s: float | None = None,
+        restart_growth: float = 2.0,
     ) -> None:
         super().__init__(seed)
         if not motion_timeout_s > 0:
             raise ValueError(f"motion_timeout_s must be positive, got {motion_timeout_s}")
+        if restart_s is not None and not restart_s > 0:
+            raise ValueError(f"restart_s must be positive (or null: off), got {restart_s}")
+        if not restart_growth >= 1:
+            raise ValueError(f"restart_growth must be at least 1, got {restart_growth}")
+        self.restart_s = None if restart_s is None else float(restart_s)
+        self.restart_growth = float(restart_growth)
+        self.cutoffs = 0  # attempts abandoned at their cutoff in the last planning call
+        self._attempt_seed = seed
         if relaxed not in ("grid", "ompl"):
             raise ValueError(f"relaxed must be 'grid' or 'ompl', got {relaxed!r}")
         if guide not in ("doors", "none"):
@@ -126,7 +143,40 @@ class InterfacePlanner(Planner):
         tamp_base(mdp)  # a clear error for domains without an interface, before any work
         self._mdp = mdp
         self.stage_times = {}
-        self._solve(mdp.initial_state(), deadline)
+        self._solve_restarting(mdp.initial_state(), deadline)
+
+    def _solve_restarting(self, state: State, deadline: Deadline) -> None:
+        """``_solve`` with restarts: with ``restart_s`` set, an attempt that has not finished
+        after its cutoff is abandoned and planning starts over from ``state`` with fresh
+        randomness (target poses, placements, OMPL's trees), the cutoff growing by
+        ``restart_growth`` each time; the attempt the deadline would end anyway gets all
+        that is left.
+
+        Why: the refiners sample, and a few early draws (a box put down where it blocks
+        the next way, a cramped approach pose) send a run into a long series of replans.
+        Run times of the same task then spread over an order of magnitude (NAMO training
+        task 15, universal context, 8 seeds: median 0.7 s, slowest 13.5 s), the heavy
+        tail for which restarting randomised search is the standard cure (Gomes, Selman
+        and Kautz, AAAI 1998). A geometric schedule bounds what a task that truly needs a
+        long run loses. Attempts that fail (no plan, unsolvable) are not restarted: they
+        end the call, so a CAMP whose context cannot work still fails fast."""
+        cutoff = self.restart_s
+        attempt = 0
+        self.cutoffs = 0
+        while True:
+            # Attempt 0 keeps the planner's seed: without a cutoff nothing changes.
+            self._attempt_seed = self.seed + 104_729 * attempt
+            if cutoff is None or deadline.remaining <= cutoff:
+                self._solve(state, deadline)
+                return
+            try:
+                self._solve(state, Deadline(cutoff, deadline.clock))
+                return
+            except PlanningTimeout:
+                deadline.check()
+                self.cutoffs += 1
+                attempt += 1
+                cutoff *= self.restart_growth
 
     def _solve(self, state: State, deadline: Deadline) -> None:
         raise NotImplementedError
@@ -168,6 +218,9 @@ class TAMP(InterfacePlanner):
             doorway to doorway, each within one room (the route from a grid search), and
             falls back to one whole query if a piece fails; ``none`` always plans whole.
         fd_mode: ``driver`` or ``resident`` (see the Fast Downward planner).
+        restart_s: cutoff (seconds) of the first attempt of a planning call, after which
+            planning starts over with fresh samples; null (the default) never restarts.
+        restart_growth: each further attempt's cutoff is the last one's times this.
     """
 
     name = "tamp"
@@ -184,8 +237,19 @@ class TAMP(InterfacePlanner):
         relaxed: str = "grid",
         max_resamples: int = 3,
         guide: str = "doors",
+        restart_s: float | None = None,
+        restart_growth: float = 2.0,
     ) -> None:
-        super().__init__(seed, motion_timeout_s, motion_planner, detour_timeout_s, relaxed, guide)
+        super().__init__(
+            seed,
+            motion_timeout_s,
+            motion_planner,
+            detour_timeout_s,
+            relaxed,
+            guide,
+            restart_s,
+            restart_growth,
+        )
         if max_replans < 0:
             raise ValueError(f"max_replans must be non-negative, got {max_replans}")
         self.runner = FDRunner(search=search, mode=fd_mode)
@@ -219,7 +283,7 @@ class TAMP(InterfacePlanner):
                     "abstraction misses something that matters here"
                 )
         if self._step >= len(self._plan) or self._expected[self._step] != state:
-            self._solve(state, deadline)
+            self._solve_restarting(state, deadline)
         action = self._plan[self._step]
         self._step += 1
         return action
@@ -229,7 +293,7 @@ class TAMP(InterfacePlanner):
         assert mdp is not None
         base, camp = tamp_base(mdp)
         full = camp.sigma_inv(state) if camp is not None else state
-        interface = base.tamp_interface(full, camp, self.seed, self.settings)
+        interface = base.tamp_interface(full, camp, self._attempt_seed, self.settings)
         actions: list[Action] = []
         states: list[State] = [full]
         replans = 0
@@ -294,6 +358,7 @@ class TAMP(InterfacePlanner):
             "replans": replans,
             "restarts": self.restarts,
             "resamples": self.resamples,
+            "cutoffs": self.cutoffs,
             "collision_checks": int(getattr(interface, "checks", 0)),
         }
         if not self._plan:
