@@ -117,3 +117,16 @@ def test_shortcutting_pulls_the_raw_path_taut_and_an_unknown_simplification_is_r
     assert len(taut.vertices) <= len(raw.vertices)
     with pytest.raises(ValueError, match="simplify"):
         plan_base_path(start, goal, BOUNDS, _wall_free, simplify="smooth")
+
+
+def test_waypoints_are_never_further_apart_than_the_step() -> None:
+    from camp_planner.motion.ompl_se2 import _densify
+
+    # A long straight segment and a short one, as OMPL's rounding can leave them.
+    poses = [(0.0, 0.0, 3.0), (0.512, 0.0, -3.0), (0.52, 0.01, -3.0)]
+    out = _densify(poses, 0.05)
+    steps = [math.dist(a[:2], b[:2]) for a, b in itertools.pairwise(out)]
+    assert max(steps) <= 0.05 + 1e-9 and len(out) == 13
+    assert out[0] == poses[0] and out[-1] == poses[-1] and poses[1] in out
+    # Headings turn the short way round (through pi, not through 0) and stay in [-pi, pi).
+    assert all(abs(p[2]) > 2.9 and -math.pi <= p[2] < math.pi for p in out)
