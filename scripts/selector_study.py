@@ -43,7 +43,6 @@ from camp_planner.learning.train import score_checkpoint, selector_targets
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 Variant = tuple[str, str, float, bool, bool]  # model, label kind, temperature, screen, fallback
-FAILED = PLANNING_FAILURES
 
 
 def parse_variant(text: str) -> Variant:
@@ -96,7 +95,7 @@ def with_fallbacks(test: ScoreMatrix, task: int, order: list[str], lam: float) -
     spent = 0.0
     for cid in order:
         score = test.get(task, cid)
-        if score.outcome not in FAILED:
+        if score.outcome not in PLANNING_FAILURES:
             return score.objective - spent
         spent += lam * score.compute_time_s
     return -spent
