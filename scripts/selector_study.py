@@ -42,13 +42,20 @@ from camp_planner.learning.structural import selector_input
 from camp_planner.learning.train import score_checkpoint, selector_targets
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
-Variant = tuple[str, str, float, bool, bool]  # model, label kind, temperature, screen, fallback
+Variant = tuple[str, str, float, frozenset[str]]  # model, label kind, temperature, flags
+# Variant flags and the selector settings they set.
+FLAGS: dict[str, tuple[str, bool]] = {
+    "noscreen": ("screen", False),
+    "fallback": ("fallback_labels", True),
+    "nobias": ("structural_context_bias", False),
+}
 
 
 def parse_variant(text: str) -> Variant:
-    """``[MODEL/]KIND[:TEMPERATURE][:noscreen][:fallback]``, e.g.
-    ``structural/regression:5:noscreen`` (``fallback``: labels valued with the fallback to
-    the universal context, ``selector.fallback_labels``)."""
+    """``[MODEL/]KIND[:TEMPERATURE][:FLAG ...]``, e.g. ``structural/regression:5:noscreen``.
+    Flags: ``noscreen`` (``selector.screen: false``), ``fallback`` (labels valued with the
+    fallback to the universal context, ``selector.fallback_labels``), ``nobias`` (the
+    structural model without its per-context bias, ``selector.structural_context_bias``)."""
     model, _, rest_text = text.rpartition("/")
     model = model or "net"
     if model not in MODELS:
@@ -56,35 +63,33 @@ def parse_variant(text: str) -> Variant:
     kind, *rest = rest_text.split(":")
     if kind not in LABEL_KINDS:
         raise argparse.ArgumentTypeError(f"label kind must be one of {', '.join(LABEL_KINDS)}")
-    fallback = False
-    if rest and rest[-1] == "fallback":
-        fallback = True
-        rest = rest[:-1]
-    screened = True
-    if rest and rest[-1] == "noscreen":
-        screened = False
-        rest = rest[:-1]
-    if len(rest) > 1:
+    flags = [r for r in rest if r in FLAGS]
+    numbers = [r for r in rest if r not in FLAGS]
+    if len(numbers) > 1 or (numbers and rest[0] != numbers[0]) or len(set(flags)) < len(flags):
         raise argparse.ArgumentTypeError(
-            f"expected [MODEL/]KIND[:TEMPERATURE][:noscreen][:fallback], got {text!r}"
+            f"expected [MODEL/]KIND[:TEMPERATURE][:{'|'.join(FLAGS)} ...], got {text!r}"
         )
     try:
-        value = float(rest[0]) if rest else 5.0
+        value = float(numbers[0]) if numbers else 5.0
     except ValueError:
         raise argparse.ArgumentTypeError(f"bad temperature in {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError("the temperature must be positive")
-    return model, kind, value, screened, fallback
+    return model, kind, value, frozenset(flags)
 
 
 def variant_name(variant: Variant) -> str:
-    model, kind, temp, screened, fallback = variant
+    model, kind, temp, flags = variant
     prefix = "" if model == "net" else f"{model}/"
-    return (
-        f"{prefix}{kind}:{temp:g}"
-        + ("" if screened else ":noscreen")
-        + (":fallback" if fallback else "")
-    )
+    return f"{prefix}{kind}:{temp:g}" + "".join(f":{f}" for f in FLAGS if f in flags)
+
+
+def variant_settings(variant: Variant) -> dict[str, Any]:
+    """The selector settings a variant names (over the domain's own)."""
+    model, kind, temp, flags = variant
+    settings: dict[str, Any] = {"model": model, "labels": kind, "temperature": temp}
+    settings.update(FLAGS[f] for f in flags)
+    return settings
 
 
 def with_fallbacks(test: ScoreMatrix, task: int, order: list[str], lam: float) -> float:
@@ -177,17 +182,9 @@ def study_seed(
         "universal context": [scored.get(t, universal).objective for t in scored.tasks],
     }
     for variant in variants:
-        model, kind, temp, screened, fallback = variant
+        model = variant[0]
         cfg = SelectorConfig.from_mapping(
-            {
-                **pipe.config["selector"],
-                "model": model,
-                "labels": kind,
-                "temperature": temp,
-                "screen": screened,
-                "fallback_labels": fallback,
-                "seed": seed,
-            }
+            {**pipe.config["selector"], **variant_settings(variant), "seed": seed}
         )
         x_train = np.stack(
             [selector_input(pipe, t, model, contexts, pipe.relevant) for t in train_tasks]
@@ -248,8 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.folds == 1 or args.folds < 0:
         parser.error("--folds must be 0 (score the test tasks) or at least 2")
     variants = args.variant or [
-        ("net", "multilabel", 5.0, True, False),
-        ("structural", "regression", 5.0, False, False),
+        ("net", "multilabel", 5.0, frozenset()),
+        ("structural", "regression", 5.0, frozenset({"noscreen"})),
     ]
     try:
         base = Pipeline.create(args.domain, args.config, args.artifacts)

@@ -89,6 +89,30 @@ def test_structural_selector_picks_the_cheapest_context_and_round_trips(tmp_path
     assert np.allclose(back.predict_objective(x[30:]), sel.predict_objective(x[30:]))
 
 
+def test_without_the_per_context_bias_a_context_is_judged_by_its_inputs_alone() -> None:
+    x, objective = _synthetic()
+    # Context 2 scores 500 more on every task for no structural reason: only a per-context
+    # bias can learn that.
+    objective = objective.copy()
+    objective[:, 2] += 500.0
+    base = {"model": "structural", "labels": "regression", "learning_rate": 1e-2}
+    for bias in (True, False):
+        cfg = SelectorConfig.from_mapping(
+            {**base, "max_iterations": 3000, "structural_context_bias": bias}
+        )
+        sel = ContextSelector((3, 3), 3, cfg)
+        sel.fit(x[:30], objective[:30])
+        bias_values = sel.net.bias.detach().numpy()
+        assert np.any(bias_values != 0.0) == bias
+        # Two tasks with identical rows for every context: only the bias tells them apart.
+        same = np.repeat(x[30:31, :1, :], 3, axis=1)
+        predicted = sel.predict_objective(same)[0]
+        if bias:
+            assert int(np.argmax(predicted)) == 2
+        else:
+            assert np.allclose(predicted, predicted[0])
+
+
 def test_structural_shape_and_model_errors() -> None:
     cfg = SelectorConfig(model="structural", labels="regression")
     with pytest.raises(CampError, match="one row of features per context"):

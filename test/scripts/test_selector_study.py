@@ -23,7 +23,7 @@ selector: {max_iterations: 200}
     ("extra", "message"),
     [
         (["--variant", "fuzzy:5"], "label kind"),
-        (["--variant", "regression:5:fallback:noscreen"], "expected"),
+        (["--variant", "regression:fallback:5"], "expected"),
         (["--folds", "1"], "folds"),
     ],
 )

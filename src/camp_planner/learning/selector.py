@@ -77,6 +77,10 @@ class SelectorConfig:
     # per context, with hidden layers `structural_hidden`.
     model: str = "net"
     structural_hidden: tuple[int, ...] = (16, 16)
+    # The structural model's learned bias per context. With few training tasks per context
+    # it memorises each context's noisy mean score; without it, a context is judged by its
+    # structural inputs alone, the same way on every task.
+    structural_context_bias: bool = True
     # Label each context with what the CAMP method, which falls back when planning fails,
     # gets from trying it first: a failed attempt scores the universal context's objective
     # less its own compute time, not a lost episode (labels.ScoreMatrix.targets).
@@ -117,12 +121,15 @@ def _mlp(sizes: list[int]) -> list[nn.Module]:
 
 class StructuralNet(nn.Module):
     """One small network applied to every context's row of structural inputs, plus a
-    learned bias per context: (batch, contexts, features) → (batch, contexts)."""
+    learned bias per context (unless ``per_context_bias`` is off):
+    (batch, contexts, features) → (batch, contexts)."""
 
-    def __init__(self, n_contexts: int, n_features: int, hidden: tuple[int, ...]) -> None:
+    def __init__(
+        self, n_contexts: int, n_features: int, hidden: tuple[int, ...], per_context_bias: bool
+    ) -> None:
         super().__init__()
         self.shared = nn.Sequential(*_mlp([n_features, *hidden, 1]))
-        self.bias = nn.Parameter(torch.zeros(n_contexts))
+        self.bias = nn.Parameter(torch.zeros(n_contexts), requires_grad=per_context_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = self.shared(x).squeeze(-1) + self.bias
@@ -138,7 +145,9 @@ def build_network(input_shape: tuple[int, ...], n_out: int, cfg: SelectorConfig)
                 f"a structural selector takes one row of features per context ({n_out} rows), "
                 f"got shape {input_shape}"
             )
-        return StructuralNet(n_out, input_shape[1], cfg.structural_hidden)
+        return StructuralNet(
+            n_out, input_shape[1], cfg.structural_hidden, cfg.structural_context_bias
+        )
     if len(input_shape) == 1:
         return nn.Sequential(*_mlp([input_shape[0], *cfg.hidden, n_out]))
     if len(input_shape) != 3:
