@@ -107,18 +107,22 @@ def with_fallbacks(test: ScoreMatrix, task: int, order: list[str], lam: float) -
 
 
 def cached_matrix(
-    pipe: Pipeline, artifacts: Path, planner: str, split: str, seed: int
+    pipe: Pipeline, artifacts: Path, planner: str, split: str, seed: int, repeat: int = 0
 ) -> ScoreMatrix:
-    """The checkpointed score matrix of ``split``, without planning anything."""
-    checkpoint = score_checkpoint(pipe, artifacts, planner, split, seed)
+    """The checkpointed score matrix of ``split`` (``repeat``: which independent scoring),
+    without planning anything."""
+    checkpoint = score_checkpoint(pipe, artifacts, planner, split, seed, repeat=repeat)
     scores = checkpoint.load()
     tasks = list(range(len(pipe.tasks(split))))
     ids = [c.id for c in pipe.space]
     missing = [(t, c) for t in tasks for c in ids if (t, c) not in scores]
     if missing:
         raise CampError(
-            f"{len(missing)} {split} scores of seed {seed} are not in {checkpoint.path}; "
-            "run the same `camp eval` (with the oracle) first"
+            f"{len(missing)} {split} scores of seed {seed}"
+            + (f" (repeat {repeat + 1})" if repeat else "")
+            + f" are not in {checkpoint.path}; run the same `camp eval` (with the oracle"
+            + (f", selector.label_repeats: {repeat + 1}" if repeat else "")
+            + ") first"
         )
     return ScoreMatrix(tasks, ids, {k: v.without_trajectory() for k, v in scores.items()})
 
@@ -157,6 +161,7 @@ def study_seed(
     seed: int,
     variants: list[Variant],
     folds: int = 0,
+    label_repeats: int = 1,
 ) -> dict[str, list[float]]:
     """Per variant (and the references), the objective of each task's pick: on the test
     tasks, or with ``folds`` > 0 on the training tasks by cross-validation (each fold picked
@@ -164,7 +169,10 @@ def study_seed(
     the test tasks."""
     pipe = seed_pipeline(base, artifacts, seed)
     lam = pipe.lam(planner)
-    train = cached_matrix(pipe, artifacts, planner, "train", seed)
+    # With repeats the selectors learn from, and cross-validation scores picks by, the mean
+    # of the independent scorings: a steadier estimate of each pick's worth than one run.
+    runs = [cached_matrix(pipe, artifacts, planner, "train", seed, r) for r in range(label_repeats)]
+    train = runs[0] if len(runs) == 1 else ScoreMatrix.mean(runs)
     contexts = list(pipe.space)
     universal = next(c.id for c in contexts if c.is_universal)
     train_tasks = pipe.tasks("train")
@@ -238,10 +246,19 @@ def main(argv: list[str] | None = None) -> int:
         help="K > 1: cross-validate on the training tasks in K folds instead of scoring the "
         "test tasks (choose a variant without looking at the test tasks)",
     )
+    parser.add_argument(
+        "--label-repeats",
+        type=int,
+        default=1,
+        help="K > 1: training scores are the mean of K independent scorings "
+        "(`selector.label_repeats: K` in `camp train` scores them)",
+    )
     parser.add_argument("--json", type=Path, help="also write the per-task objectives here")
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
+    if args.label_repeats < 1:
+        parser.error("--label-repeats must be at least 1")
     if args.folds == 1 or args.folds < 0:
         parser.error("--folds must be 0 (score the test tasks) or at least 2")
     variants = args.variant or [
@@ -251,7 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         base = Pipeline.create(args.domain, args.config, args.artifacts)
         per_seed = [
-            study_seed(base, args.artifacts, args.planner, s, variants, args.folds)
+            study_seed(
+                base, args.artifacts, args.planner, s, variants, args.folds, args.label_repeats
+            )
             for s in range(args.seeds)
         ]
     except CampError as exc:

@@ -139,3 +139,57 @@ def test_fallback_labels_value_a_failed_context_as_the_fallback_less_its_time() 
     # Hard labels follow the same valuation: the failing context never wins, either way.
     hard = selector_targets(matrix, SelectorConfig(labels="hard", fallback_labels=True))
     assert list(hard) == [1]
+
+
+def test_repeated_scorings_average_per_pair() -> None:
+    from camp_planner.learning.labels import ScoreMatrix
+
+    runs = [
+        {
+            (0, "a"): _score(0, "a", 1000.0, 0.5, "goal"),
+            (0, "b"): _score(0, "b", 0.0, 0.2, "no_plan"),
+        },
+        {
+            (0, "a"): _score(0, "a", 1000.0, 8.5, "goal"),
+            (0, "b"): _score(0, "b", 1000.0, 1.0, "goal"),
+        },
+        {
+            (0, "a"): _score(0, "a", 1000.0, 0.5, "goal"),
+            (0, "b"): _score(0, "b", 0.0, 0.2, "no_plan"),
+        },
+    ]
+    mean = ScoreMatrix.mean([ScoreMatrix([0], ["a", "b"], r) for r in runs])
+    a, b = mean.get(0, "a"), mean.get(0, "b")
+    # One unlucky 8.5 s run no longer decides a's label on its own.
+    assert a.compute_time_s == pytest.approx(9.5 / 3) and a.objective == pytest.approx(
+        1000 - 950 / 3
+    )
+    assert a.success and a.outcome == "goal"
+    assert not b.success and b.outcome == "no_plan"  # it failed on two of three runs
+    assert b.discounted_return == pytest.approx(1000 / 3)
+    with pytest.raises(ValueError):
+        ScoreMatrix.mean([])
+
+
+@pytest.mark.slow
+def test_label_repeats_score_each_repeat_once_and_keep_the_first(tmp_path: Path) -> None:
+    from camp_planner.cli import main as camp_main
+
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY)
+    artifacts = tmp_path / "artifacts"
+    common = ["train", "--config", str(cfg), "--artifacts", str(artifacts), "--json"]
+    common += ["--planner", "bfs_replan"]
+    assert camp_main(common) == 0
+    labels_dir = artifacts / "gridworld" / "labels"
+    first = {f.name: f.read_text() for f in labels_dir.glob("*.jsonl")}
+    assert len(first) == 1
+    cfg.write_text(TINY.replace("selector: {", "selector: {label_repeats: 3, "))
+    assert camp_main(common) == 0
+    files = {f.name: f.read_text() for f in labels_dir.glob("*.jsonl")}
+    # The first scoring is reused untouched; two more are scored, 30 pairs each.
+    assert len(files) == 3 and all(files[name] == text for name, text in first.items())
+    assert all(len(text.splitlines()) == 30 for text in files.values())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(TINY.replace("selector: {", "selector: {label_repeats: 0, "))
+    assert camp_main([*common[:2], str(bad), *common[3:]]) == 2

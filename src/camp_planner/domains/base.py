@@ -44,6 +44,9 @@ def paper_selector_settings() -> dict[str, Any]:
         "screen": True,
         "model": "net",
         "structural_hidden": [16, 16],
+        "structural_context_bias": True,
+        "fallback_labels": False,
+        "label_repeats": 1,
     }
 
 

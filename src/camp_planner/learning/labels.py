@@ -26,6 +26,7 @@ PURE = "pure"
 # Outcomes of an episode whose planning call gave up (the CAMP method then falls back to the
 # next context); "horizon" and "terminal" episodes acted to the end and have no fallback.
 PLANNING_FAILURES = frozenset({"timeout", "no_plan", "planner_error"})
+REPEAT_SEED = 7919  # planner-seed stride between repeated scores of one (task, context)
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class ScoreJob:
     planner: str
     seed: int
     ablation: bool = False
+    # The k-th independent score of the pair: the planner runs with seed + REPEAT_SEED·k.
+    repeat: int = 0
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,32 @@ class ScoreMatrix:
         s = self.scores[(task, context_id)]
         return s.objective if lam is None else s.discounted_return - lam * s.compute_time_s
 
+    @staticmethod
+    def mean(matrices: Sequence[ScoreMatrix]) -> ScoreMatrix:
+        """One matrix of the per-pair means of several independent scorings (objective,
+        return, compute time; success only if every run succeeded; the most frequent
+        outcome), without trajectories. A randomised planner's time for one pair spreads
+        over an order of magnitude from run to run; labels from the mean of a few runs
+        separate what a context does from what one run's luck did."""
+        if not matrices:
+            raise ValueError("no score matrices to average")
+        first = matrices[0]
+        scores: dict[tuple[int, str], Score] = {}
+        for key in first.scores:
+            runs = [m.scores[key] for m in matrices]
+            outcomes = [r.outcome for r in runs]
+            scores[key] = Score(
+                task=key[0],
+                context_id=key[1],
+                objective=float(np.mean([r.objective for r in runs])),
+                discounted_return=float(np.mean([r.discounted_return for r in runs])),
+                compute_time_s=float(np.mean([r.compute_time_s for r in runs])),
+                success=all(r.success for r in runs),
+                outcome=max(outcomes, key=outcomes.count),
+                fallbacks=max(r.fallbacks for r in runs),
+            )
+        return ScoreMatrix(list(first.tasks), list(first.context_ids), scores)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "tasks": self.tasks,
@@ -213,7 +242,8 @@ def run_job(job: ScoreJob) -> Score:
         _WORKER_PIPELINES[key] = pipe
     task = pipe.task(job.split, job.task)
     context = None if job.context_id == PURE else pipe.space.resolve(job.context_id)
-    result, _ = pipe.run(task, job.planner, context, seed=job.seed, ablation=job.ablation)
+    seed = job.seed + REPEAT_SEED * job.repeat
+    result, _ = pipe.run(task, job.planner, context, seed=seed, ablation=job.ablation)
     return score_of(job.task, job.context_id, result)
 
 

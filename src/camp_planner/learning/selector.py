@@ -85,6 +85,9 @@ class SelectorConfig:
     # gets from trying it first: a failed attempt scores the universal context's objective
     # less its own compute time, not a lost episode (labels.ScoreMatrix.targets).
     fallback_labels: bool = False
+    # Learn from the per-(task, context) mean of this many independent scorings (planner
+    # seeds apart): one run of a randomised planner is a noisy label (labels.ScoreMatrix.mean).
+    label_repeats: int = 1
 
     @staticmethod
     def from_mapping(data: dict[str, Any]) -> SelectorConfig:
@@ -100,6 +103,8 @@ class SelectorConfig:
             )
         if cfg.temperature <= 0:
             raise CampError("selector.temperature must be positive")
+        if cfg.label_repeats < 1:
+            raise CampError(f"selector.label_repeats must be at least 1, got {cfg.label_repeats}")
         if cfg.model not in MODELS:
             raise CampError(f"selector.model must be one of {', '.join(MODELS)}, got {cfg.model!r}")
         return cfg

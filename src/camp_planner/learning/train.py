@@ -59,9 +59,16 @@ def learn_all_csis(pipe: Pipeline, progress: bool = True) -> None:
 
 
 def score_checkpoint(
-    pipe: Pipeline, artifacts: Path, planner: str, split: str, seed: int, ablation: bool = False
+    pipe: Pipeline,
+    artifacts: Path,
+    planner: str,
+    split: str,
+    seed: int,
+    ablation: bool = False,
+    repeat: int = 0,
 ) -> Checkpoint:
-    """The checkpoint holding the scores of one (configuration, planner, split, seed)."""
+    """The checkpoint holding the scores of one (configuration, planner, split, seed) and,
+    for ``repeat`` > 0, of that repeated scoring."""
     # Scores depend on everything but the selector's settings: retuning the selector must
     # not throw away hours of scoring.
     scoring_config = {k: v for k, v in pipe.config.items() if k != "selector"}
@@ -75,6 +82,8 @@ def score_checkpoint(
         "ablation": ablation,
         "format": LABEL_FORMAT,
     }
+    if repeat:  # the first scoring keeps the key it always had
+        key["repeat"] = repeat
     return Checkpoint(checkpoint_path(artifacts, pipe.domain.name, key))
 
 
@@ -88,8 +97,10 @@ def score_split(
     workers: int,
     progress: bool = True,
     ablation: bool = False,
+    repeat: int = 0,
 ) -> tuple[ScoreMatrix, ScoringStats]:
-    """Every (task, context) of ``split`` planned and executed, checkpointed."""
+    """Every (task, context) of ``split`` planned and executed, checkpointed (``repeat``:
+    which independent scoring, see :class:`ScoreJob`)."""
     pipe.planner_settings(planner)  # fail fast on an unknown planner
     learn_all_csis(pipe, progress)
     config_json = json.dumps(pipe.config, sort_keys=True, default=str)
@@ -97,12 +108,21 @@ def score_split(
     ids = [c.id for c in contexts]
     jobs = [
         ScoreJob(
-            pipe.domain.name, config_json, str(artifacts), split, t, cid, planner, seed, ablation
+            pipe.domain.name,
+            config_json,
+            str(artifacts),
+            split,
+            t,
+            cid,
+            planner,
+            seed,
+            ablation,
+            repeat,
         )
         for t in range(n_tasks)
         for cid in ids
     ]
-    checkpoint = score_checkpoint(pipe, artifacts, planner, split, seed, ablation)
+    checkpoint = score_checkpoint(pipe, artifacts, planner, split, seed, ablation, repeat)
     return score(
         jobs,
         checkpoint,
@@ -110,8 +130,31 @@ def score_split(
         list(range(n_tasks)),
         ids,
         progress=progress,
-        desc=f"scoring {len(ids)} contexts × {n_tasks} {split} tasks ({planner})",
+        desc=f"scoring {len(ids)} contexts × {n_tasks} {split} tasks ({planner})"
+        + (f", repeat {repeat + 1}" if repeat else ""),
     )
+
+
+def score_repeats(
+    pipe: Pipeline,
+    artifacts: Path,
+    planner: str,
+    seed: int,
+    repeats: int,
+    workers: int = 1,
+    progress: bool = True,
+) -> tuple[list[ScoreMatrix], ScoringStats]:
+    """``repeats`` independent scorings of every training (task, context), each
+    checkpointed on its own (so raising ``selector.label_repeats`` keeps what is scored)."""
+    contexts = list(pipe.space)
+    matrices, reused, computed = [], 0, 0
+    for repeat in range(max(repeats, 1)):
+        matrix, stats = score_split(
+            pipe, artifacts, planner, "train", contexts, seed, workers, progress, repeat=repeat
+        )
+        matrices.append(matrix)
+        reused, computed = reused + stats.reused, computed + stats.computed
+    return matrices, ScoringStats(reused, computed)
 
 
 def selector_targets(
@@ -137,17 +180,21 @@ def train(
     from camp_planner.learning.bundle import Bundle
     from camp_planner.learning.selector import ContextSelector, SelectorConfig
 
-    contexts = list(pipe.space)
-    matrix, stats = score_split(
-        pipe, artifacts, planner, "train", contexts, seed, workers, progress
-    )
-    labels = matrix.labels()
     cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": seed})
+    contexts = list(pipe.space)
+    matrices, stats = score_repeats(
+        pipe, artifacts, planner, seed, cfg.label_repeats, workers, progress
+    )
+    # The first scoring keeps the executed trajectories (the imitation baselines learn from
+    # them); the selector learns from the mean of all scorings.
+    matrix = matrices[0]
+    labelled = matrix if len(matrices) == 1 else ScoreMatrix.mean(matrices)
+    labels = labelled.labels()
     features = np.stack(
         [selector_input(pipe, t, cfg.model, contexts, pipe.relevant) for t in pipe.tasks("train")]
     )
     selector = ContextSelector(tuple(features.shape[1:]), len(contexts), cfg)
-    report = selector.fit(features, selector_targets(matrix, cfg))
+    report = selector.fit(features, selector_targets(labelled, cfg))
     counts = Counter(contexts[i].name for i in labels)
     out_dir = artifacts / pipe.domain.name / planner / f"seed{seed}"
     bundle = Bundle(
@@ -169,7 +216,7 @@ def train(
     )
     path = out_dir / "selector.pt"
     bundle.save(path)
-    (out_dir / "train_scores.json").write_text(json.dumps(matrix.to_json(), indent=1))
+    (out_dir / "train_scores.json").write_text(json.dumps(labelled.to_json(), indent=1))
     return TrainResult(path, matrix, stats, report.iterations, report.final_loss, dict(counts))
 
 
