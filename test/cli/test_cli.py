@@ -198,3 +198,18 @@ def test_namo_plan_without_a_context_uses_the_shipped_selector(tmp_path: Path) -
     # A bundle that is not there is a clear error, not a silent universal context.
     missing = _camp(*args, "--bundle", str(tmp_path / "nope.pt"), cwd=tmp_path)
     assert missing.returncode == 2 and "nope.pt" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in (Path(__file__).resolve().parents[2] / "config").glob("*-*.yaml")),
+    ids=lambda p: p.name,
+)
+def test_every_shipped_domain_config_loads(path: Path) -> None:
+    # config/<domain>-<variant>.yaml; config/namo.yaml holds ROS parameters, not a domain's.
+    from camp_planner.config import load_config
+    from camp_planner.domains import get_domain
+
+    domain = get_domain(path.name.split("-")[0])
+    config = load_config(domain, path)
+    assert config["selector"] and config["tasks"]
