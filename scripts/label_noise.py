@@ -30,7 +30,9 @@ import numpy as np
 
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
+from camp_planner.learning.evaluate import seed_pipeline
 from camp_planner.learning.labels import ScoreMatrix
+from camp_planner.learning.train import cached_matrix
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 
@@ -126,14 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 2:
         parser.error("--repeats must be at least 2")
-    # Reads the checkpoints the same way the selector study does.
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from selector_study import cached_matrix
-
     try:
         base = Pipeline.create(args.domain, args.config, args.artifacts)
-        from camp_planner.learning.evaluate import seed_pipeline
-
         pipe = seed_pipeline(base, args.artifacts, args.seed)
         runs = [
             cached_matrix(pipe, args.artifacts, args.planner, "train", args.seed, r)

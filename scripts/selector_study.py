@@ -39,7 +39,7 @@ from camp_planner.learning.selector import (
     SelectorConfig,
 )
 from camp_planner.learning.structural import selector_input
-from camp_planner.learning.train import score_checkpoint, selector_targets
+from camp_planner.learning.train import cached_matrix, selector_targets
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 Variant = tuple[str, str, float, frozenset[str]]  # model, label kind, temperature, flags
@@ -104,27 +104,6 @@ def with_fallbacks(test: ScoreMatrix, task: int, order: list[str], lam: float) -
             return score.objective - spent
         spent += lam * score.compute_time_s
     return -spent
-
-
-def cached_matrix(
-    pipe: Pipeline, artifacts: Path, planner: str, split: str, seed: int, repeat: int = 0
-) -> ScoreMatrix:
-    """The checkpointed score matrix of ``split`` (``repeat``: which independent scoring),
-    without planning anything."""
-    checkpoint = score_checkpoint(pipe, artifacts, planner, split, seed, repeat=repeat)
-    scores = checkpoint.load()
-    tasks = list(range(len(pipe.tasks(split))))
-    ids = [c.id for c in pipe.space]
-    missing = [(t, c) for t in tasks for c in ids if (t, c) not in scores]
-    if missing:
-        raise CampError(
-            f"{len(missing)} {split} scores of seed {seed}"
-            + (f" (repeat {repeat + 1})" if repeat else "")
-            + f" are not in {checkpoint.path}; run the same `camp eval` (with the oracle"
-            + (f", selector.label_repeats: {repeat + 1}" if repeat else "")
-            + ") first"
-        )
-    return ScoreMatrix(tasks, ids, {k: v.without_trajectory() for k, v in scores.items()})
 
 
 def _picks(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from camp_planner.core.context import Context
+from camp_planner.core.errors import CampError
 from camp_planner.learning.executor import make_executor
 from camp_planner.learning.labels import (
     Checkpoint,
@@ -85,6 +86,28 @@ def score_checkpoint(
     if repeat:  # the first scoring keeps the key it always had
         key["repeat"] = repeat
     return Checkpoint(checkpoint_path(artifacts, pipe.domain.name, key))
+
+
+def cached_matrix(
+    pipe: Pipeline, artifacts: Path, planner: str, split: str, seed: int, repeat: int = 0
+) -> ScoreMatrix:
+    """The checkpointed score matrix of ``split`` (``repeat``: which independent scoring),
+    without planning anything (offline studies of what was scored); missing scores are an
+    error naming the command that scores them."""
+    checkpoint = score_checkpoint(pipe, artifacts, planner, split, seed, repeat=repeat)
+    scores = checkpoint.load()
+    tasks = list(range(len(pipe.tasks(split))))
+    ids = [c.id for c in pipe.space]
+    missing = [(t, c) for t in tasks for c in ids if (t, c) not in scores]
+    if missing:
+        raise CampError(
+            f"{len(missing)} {split} scores of seed {seed}"
+            + (f" (repeat {repeat + 1})" if repeat else "")
+            + f" are not in {checkpoint.path}; run the same `camp eval` (with the oracle"
+            + (f", selector.label_repeats: {repeat + 1}" if repeat else "")
+            + ") first"
+        )
+    return ScoreMatrix(tasks, ids, {k: v.without_trajectory() for k, v in scores.items()})
 
 
 def score_split(
