@@ -137,7 +137,7 @@ def monitor(node: Node, echo: Callable[[str], None] | None = None) -> Watch:
 
     node.create_subscription(Status, STATUS_TOPIC, on_status, EVENTS)
     node.create_subscription(Plan, PLAN_TOPIC, on_plan, LATCHED)
-    node.create_subscription(ExecutionReport, EXECUTION_TOPIC, on_report, EVENTS)
+    node.create_subscription(ExecutionReport, EXECUTION_TOPIC, on_report, LATCHED)
     return watch
 
 

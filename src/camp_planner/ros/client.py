@@ -60,7 +60,7 @@ class CampClient:
         self._scene_pub = self.node.create_publisher(SceneObservation, SCENE_TOPIC, LATCHED)
         self._reports: list[ExecutionReport] = []
         self._report_event = threading.Condition()
-        self.node.create_subscription(ExecutionReport, EXECUTION_TOPIC, self._on_report, EVENTS)
+        self.node.create_subscription(ExecutionReport, EXECUTION_TOPIC, self._on_report, LATCHED)
         self.statuses: list[Status] = []
         self.plans: list[Plan] = []
         self.node.create_subscription(Status, STATUS_TOPIC, self.statuses.append, EVENTS)

@@ -8,7 +8,8 @@ from typing import Any
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-# A scene and a plan are state, not a stream: late joiners get the last one.
+# A scene, a plan and an execution report are state, not a stream: late joiners get the
+# last one (a client that starts after a fast execution must still see its report).
 LATCHED = QoSProfile(
     depth=1,
     history=HistoryPolicy.KEEP_LAST,

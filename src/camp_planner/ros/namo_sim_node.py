@@ -17,7 +17,7 @@ from rclpy.node import Node
 from camp_msgs.msg import ExecutionReport, Plan, SceneObservation
 from camp_planner.domains.namo.mdp import NamoMDP
 from camp_planner.domains.namo.scene_io import execute_steps, scene_from_task
-from camp_planner.ros.common import EVENTS, EXECUTION_TOPIC, LATCHED, PLAN_TOPIC, SCENE_TOPIC
+from camp_planner.ros.common import EXECUTION_TOPIC, LATCHED, PLAN_TOPIC, SCENE_TOPIC
 from camp_planner.ros.convert import plan_steps, scene_to_msg
 from camp_planner.workflow import Pipeline
 
@@ -42,7 +42,7 @@ class NamoSimNode(Node):
         self.state = self.mdp.initial_state()
         self.frame = str(self.get_parameter("frame_id").value)
         self.pub_scene = self.create_publisher(SceneObservation, SCENE_TOPIC, LATCHED)
-        self.pub_report = self.create_publisher(ExecutionReport, EXECUTION_TOPIC, EVENTS)
+        self.pub_report = self.create_publisher(ExecutionReport, EXECUTION_TOPIC, LATCHED)
         self.create_subscription(Plan, PLAN_TOPIC, self._on_plan, LATCHED)
         self.executions = 0
         self.publish_scene()
