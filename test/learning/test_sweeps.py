@@ -82,3 +82,19 @@ def test_soft_and_multilabel_targets_share_near_ties() -> None:
     assert matrix.targets("multilabel", 1.0).tolist() == [[1.0, 1.0, 0.0]]
     assert matrix.targets("multilabel", 0.1).tolist() == [[1.0, 0.0, 0.0]]
     assert matrix.targets("hard", 5.0).tolist() == [0]
+
+
+@pytest.mark.slow
+def test_a_sweep_learns_from_every_scoring_that_label_repeats_asks_for(tmp_path: Path) -> None:
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(
+        "tasks: {train: 3, test: 1}\ncontexts: {max_contexts: 3}\n"
+        "csi: {k1: 10, k2: 5, tasks: 2}\nselector: {max_iterations: 50, label_repeats: 2}\n"
+    )
+    args = ["sweep", "lambda", "--values", "0", "--config", str(cfg), "--seeds", "1"]
+    args += ["--artifacts", str(tmp_path / "a"), "--out", str(tmp_path / "out")]
+    assert main(args) == 0
+    # As `camp train` does: two scorings of every training (task, context), one file each.
+    files = sorted((tmp_path / "a" / "gridworld" / "labels").glob("*.jsonl"))
+    assert len(files) == 2
+    assert [len(f.read_text().splitlines()) for f in files] == [9, 9]

@@ -2,7 +2,8 @@
 
 * λ sweep: for each λ, relabel the training tasks from the *same* score matrix (the matrix
   keeps return and compute time, so J = return − λ·time needs no replanning), retrain the
-  selector, and evaluate CAMP on the test tasks with that λ.
+  selector, and evaluate CAMP on the test tasks with that λ. With ``selector.label_repeats``
+  the matrix is the mean of that many scorings, as in ``camp train``.
 * Training-set size sweep: train the selector on the first n training tasks only and
   evaluate CAMP on the test tasks.
 Each point is averaged over seeds (mean ± std across seeds).
@@ -30,7 +31,7 @@ from camp_planner.learning.labels import ScoreMatrix
 from camp_planner.learning.methods import CampMethod, Method, Pure
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
 from camp_planner.learning.structural import selector_input
-from camp_planner.learning.train import learn_all_csis, score_split, selector_targets
+from camp_planner.learning.train import learn_all_csis, score_repeats, selector_targets
 from camp_planner.workflow import Pipeline
 
 
@@ -153,9 +154,10 @@ def sweep(
             continue
         pipe = seed_pipeline(base, artifacts, k)
         learn_all_csis(pipe, progress)
-        matrix, _ = score_split(
-            pipe, artifacts, planner, "train", list(pipe.space), k, workers, progress
-        )
+        # The same labels as `camp train`: the mean of selector.label_repeats scorings.
+        repeats = SelectorConfig.from_mapping(pipe.config["selector"]).label_repeats
+        matrices, _ = score_repeats(pipe, artifacts, planner, k, repeats, workers, progress)
+        matrix = matrices[0] if len(matrices) == 1 else ScoreMatrix.mean(matrices)
         for key in (key for key in keys if key[0] == k and key not in done):
             _, v, method = key
             if method == "pure":
