@@ -115,3 +115,47 @@ def test_without_fallbacks_a_failure_ends_the_episode() -> None:
     res = run_episode(mdp, _Failing(), lam=1.0, timeout_s=None, rng=random.Random(0))
     assert res.outcome == "no_plan" and res.fallbacks == 0 and not res.success
     assert res.failures == ["pure: nothing here"] and res.summary()["failures"] == res.failures
+
+
+class _Stuck(Planner):
+    """Plans until its deadline runs out (every clock read of the ticker is 0.5 s)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.budgets: list[float | None] = []
+
+    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
+        self.budgets.append(deadline.seconds)
+        while True:
+            deadline.check()
+
+    def act(self, state: State, deadline: Deadline) -> Action:
+        raise AssertionError("never reached: prepare does not return")
+
+
+def test_an_attempt_budget_hands_a_long_run_over_to_the_next_attempt() -> None:
+    from camp_planner.core.objective import Attempt, run_with_fallbacks
+
+    d = GridworldDomain()
+    cfg = d.default_config()
+    mdp = d.make_mdp(d.make_tasks(cfg, "test")[0], cfg)
+    stuck, last = _Stuck(), _Stuck()
+    attempts = [Attempt("small", None, stuck, 0.0, budget_s=2.0), Attempt("universal", None, last)]
+    res = run_with_fallbacks(
+        mdp, attempts, lam=1.0, timeout_s=10.0, rng=random.Random(0), clock=_Ticker()
+    )
+    # The budget caps the first attempt's call below the 10 s timeout, and the fallback
+    # still gets the whole timeout.
+    assert stuck.budgets == [2.0] and last.budgets == [10.0]
+    assert res.used == ["small", "universal"] and res.fallbacks == 1
+    assert res.failures[0].startswith("small: planning call exceeded its 2 s budget")
+    assert res.outcome == "timeout"
+
+
+def test_a_budget_longer_than_the_timeout_changes_nothing() -> None:
+    from camp_planner.core.objective import Attempt
+
+    clock = _Ticker()
+    assert Attempt("a", None, _Stuck(), budget_s=30.0).deadline(10.0, clock).seconds == 10.0
+    assert Attempt("a", None, _Stuck(), budget_s=3.0).deadline(None, clock).seconds == 3.0
+    assert Attempt("a", None, _Stuck()).deadline(None, clock).seconds is None

@@ -77,3 +77,33 @@ def test_policy_learning_training_stops_at_the_domains_iteration_bound(tmp_path:
     method = PolicyLearning(task_conditioned=True)
     method.fit(TrainingData(pipe, "bfs_replan", matrix, features, seed=0))
     assert method.report.iterations == 7 and not method.report.reached_target
+
+
+def test_attempt_budget_is_read_from_the_camp_settings_and_checked(tmp_path: Path) -> None:
+    import pytest
+
+    from camp_planner.config import load_config
+    from camp_planner.core.errors import CampError
+    from camp_planner.domains import get_domain
+    from camp_planner.learning.methods import attempt_budget
+
+    domain = get_domain("namo")
+    assert attempt_budget(domain.default_config()) is None  # off unless asked for
+    cfg = tmp_path / "budget.yaml"
+    cfg.write_text("camp: {attempt_budget_s: 3}\n")
+    assert attempt_budget(load_config(domain, cfg)) == 3.0
+    for bad in ("0", "-1", "'soon'", "true"):
+        cfg.write_text(f"camp: {{attempt_budget_s: {bad}}}\n")
+        with pytest.raises(CampError, match="attempt_budget_s"):
+            attempt_budget(load_config(domain, cfg))
+
+
+def test_the_budget_leaves_the_label_checkpoints_alone(tmp_path: Path) -> None:
+    from camp_planner.learning.train import score_checkpoint
+
+    pipe = _pipe(tmp_path)
+    before = score_checkpoint(pipe, tmp_path, "bfs_replan", "train", 0).path
+    pipe.config["camp"]["attempt_budget_s"] = 2.0
+    assert score_checkpoint(pipe, tmp_path, "bfs_replan", "train", 0).path == before
+    pipe.config["camp"]["sink_reward"] = -5.0  # a setting that does change every score
+    assert score_checkpoint(pipe, tmp_path, "bfs_replan", "train", 0).path != before

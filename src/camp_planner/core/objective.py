@@ -63,12 +63,21 @@ class EpisodeResult:
 
 @dataclass
 class Attempt:
-    """One abstraction to plan in: a label, the CAMP (None = the full MDP) and its planner."""
+    """One abstraction to plan in: a label, the CAMP (None = the full MDP) and its planner.
+
+    ``budget_s`` caps each of its planning calls below the episode's timeout (None: no cap),
+    so that a fallback can take over from an abstraction that is running long."""
 
     label: str
     camp: CAMP | None
     planner: Planner
     setup_time_s: float = 0.0
+    budget_s: float | None = None
+
+    def deadline(self, timeout_s: float | None, clock: Callable[[], float]) -> Deadline:
+        """The deadline of one planning call: the timeout, or the budget if it is shorter."""
+        limits = [t for t in (timeout_s, self.budget_s) if t is not None]
+        return Deadline(min(limits) if limits else None, clock)
 
 
 def objective(discounted_return: float, compute_time_s: float, lam: float) -> float:
@@ -126,14 +135,16 @@ def run_with_fallbacks(
         stages["setup"] += current.setup_time_s
         camp = current.camp
         status, message, spent = _prepare(
-            current, _plan_mdp(mdp, current), Deadline(timeout_s, clock)
+            current, _plan_mdp(mdp, current), current.deadline(timeout_s, clock)
         )
         compute += spent
         stages["prepare"] += spent
         outcome = status or "horizon"
         while outcome == "horizon" and t < mdp.horizon and not mdp.is_terminal(state):
             abstract = camp.sigma(state) if camp is not None else state
-            chosen, status, message, spent = _act(current, abstract, Deadline(timeout_s, clock))
+            chosen, status, message, spent = _act(
+                current, abstract, current.deadline(timeout_s, clock)
+            )
             compute += spent
             stages["act"] += spent
             calls += 1

@@ -12,7 +12,7 @@ import random
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,6 +183,7 @@ class CampMethod(Method):
         if not any(c.is_universal for c in order):
             order.append(Context.universal())
         built: list[tuple[Context, CAMP]] = []
+        budget = attempt_budget(pipe.config)
 
         def attempts() -> Iterator[Attempt]:
             for i, context in enumerate(order):
@@ -190,7 +191,14 @@ class CampMethod(Method):
                 camp = self.build(pipe, mdp, context)
                 built.append((context, camp))
                 setup = time.perf_counter() - start + (selection if i == 0 else 0.0)
-                yield Attempt(context.id, camp, make_planner(planner, seed=seed, **settings), setup)
+                yield Attempt(
+                    context.id,
+                    camp,
+                    make_planner(planner, seed=seed, **settings),
+                    setup,
+                    # The universal context is the last resort: it keeps the full timeout.
+                    None if context.is_universal else budget,
+                )
 
         result = run_with_fallbacks(
             mdp,
@@ -201,6 +209,18 @@ class CampMethod(Method):
         )
         context, camp = built[-1]
         return CampRun(result, ranked, selection, order[0], context, camp)
+
+
+def attempt_budget(config: Mapping[str, Any]) -> float | None:
+    """``camp.attempt_budget_s``: the seconds a non-universal context may plan before the
+    next fallback takes over (None: the call timeout). Heavy-tailed planners (NAMO's TAMP)
+    sometimes run a small context for 10 s where the universal context needs 1.5 s."""
+    value = config.get("camp", {}).get("attempt_budget_s")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise CampError(f"camp.attempt_budget_s must be a positive number or null, got {value!r}")
+    return float(value)
 
 
 @dataclass

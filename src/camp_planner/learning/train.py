@@ -59,6 +59,10 @@ def learn_all_csis(pipe: Pipeline, progress: bool = True) -> None:
         bar.close()
 
 
+# `camp` settings that only the CAMP method reads when it runs (not the scoring of contexts).
+CAMP_METHOD_ONLY = frozenset({"attempt_budget_s"})
+
+
 def score_checkpoint(
     pipe: Pipeline,
     artifacts: Path,
@@ -73,6 +77,11 @@ def score_checkpoint(
     # Scores depend on everything but the selector's settings: retuning the selector must
     # not throw away hours of scoring.
     scoring_config = {k: v for k, v in pipe.config.items() if k != "selector"}
+    # Nor does how the CAMP method hands over between contexts: each score is one context.
+    if "camp" in scoring_config:
+        scoring_config["camp"] = {
+            k: v for k, v in scoring_config["camp"].items() if k not in CAMP_METHOD_ONLY
+        }
     key = {
         "domain": pipe.domain.name,
         "version": pipe.domain.version,

@@ -161,7 +161,7 @@ class DinnerDomain(Domain):
             # The paper used k1 = 40; samples here are drawn operator by operator, so k1 must
             # cover each of the ~100 ground operators several times.
             "csi": {"k1": 1000, "k2": 40, "tasks": 5, "seed": 0},
-            "camp": {"sink_reward": -1000.0},
+            "camp": {"sink_reward": -1000.0, "attempt_budget_s": None},
             "selector": paper_selector_settings(),
             "timeout_s": 60.0,
             "lambda": {"fast_downward": 250.0},

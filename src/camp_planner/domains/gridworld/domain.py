@@ -53,7 +53,7 @@ class GridworldDomain(Domain):
                 "seed": 0,
             },
             "csi": {"k1": 50, "k2": 50, "tasks": 10, "seed": 0},
-            "camp": {"sink_reward": -1000.0},
+            "camp": {"sink_reward": -1000.0, "attempt_budget_s": None},
             "selector": paper_selector_settings(),
             "timeout_s": 60.0,
             "lambda": {"mcts": 0.0, "bfs_replan": 100.0, "vi": 100.0},

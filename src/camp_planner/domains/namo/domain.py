@@ -63,7 +63,7 @@ class NamoDomain(Domain):
                 "seed": 0,
             },
             "csi": {"k1": 25, "k2": 25, "tasks": 10, "seed": 0, "ignore_exits": True},
-            "camp": {"sink_reward": -1000.0},
+            "camp": {"sink_reward": -1000.0, "attempt_budget_s": None},
             # Regression labels (predict each context's objective, rank by prediction): on
             # the checkpointed scores of a 3-seed eval they picked contexts worth 555 against
             # multilabel's 439 (scripts/selector_study.py; docs/results.md). TAMP timings are

@@ -93,7 +93,11 @@ class PddlFilesDomain(Domain):
             },
             "csi": {"k1": 1000, "k2": 40, "tasks": 5, "seed": 0},
             # Distractor objects are irrelevant under every context, the universal one too.
-            "camp": {"sink_reward": -1000.0, "universal_relevance": "learned"},
+            "camp": {
+                "sink_reward": -1000.0,
+                "universal_relevance": "learned",
+                "attempt_budget_s": None,
+            },
             "selector": paper_selector_settings(),
             "timeout_s": 60.0,
             "lambda": {"fast_downward": 250.0},
