@@ -157,7 +157,7 @@ def sweep(
         # The same labels as `camp train`: the mean of selector.label_repeats scorings.
         repeats = SelectorConfig.from_mapping(pipe.config["selector"]).label_repeats
         matrices, _ = score_repeats(pipe, artifacts, planner, k, repeats, workers, progress)
-        matrix = matrices[0] if len(matrices) == 1 else ScoreMatrix.mean(matrices)
+        matrix = ScoreMatrix.mean(matrices)
         for key in (key for key in keys if key[0] == k and key not in done):
             _, v, method = key
             if method == "pure":
