@@ -34,6 +34,13 @@ def test_tiny_eval_writes_results_table_and_plot(tmp_path: Path) -> None:
         for metric in ("objective", "discounted_return", "compute_time_s", "success"):
             assert set(stats[metric]) == {"mean", "std"}
     assert "fraction_of_oracle" in methods["camp"]
+    # Every test episode is kept, per method and seed, for pooling runs afterwards.
+    episodes = results["episodes"]
+    assert set(episodes) == set(METHOD_NAMES)
+    assert [len(seed) for seed in episodes["camp"]] == [2, 2]
+    assert sum(r["objective"] for seed in episodes["camp"] for r in seed) / 4 == pytest.approx(
+        methods["camp"]["objective"]["mean"]
+    )
     assert "fraction_of_oracle_rerun" in methods["camp"]
     table = (out / "table.md").read_text()
     assert "| CAMP (ours) |" in table

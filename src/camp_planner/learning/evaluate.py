@@ -158,15 +158,38 @@ BREAKDOWN_STAGES = (
 )
 
 
+# What ``results.json`` keeps of every test episode (per method, per seed), so that runs
+# can be pooled afterwards (scripts/pool_evals.py) without the per-seed caches.
+EPISODE_FIELDS = ("task", "context_id", "objective", "compute_time_s", "success", "fallbacks")
+
+
+def episodes(per_seed: list[dict[str, list[Score]]]) -> dict[str, list[list[dict[str, Any]]]]:
+    """Every test episode's main figures: method → seed → task rows."""
+    return {
+        method: [
+            [{k: getattr(s, k) for k in EPISODE_FIELDS} for s in run[method]] for run in per_seed
+        ]
+        for method in per_seed[0]
+    }
+
+
 def write_outputs(
     summary: dict[str, dict[str, Any]],
     out_dir: Path,
     title: str,
     command: str,
     wall_time_s: float,
+    per_seed: list[dict[str, list[Score]]] | None = None,
 ) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    payload = {"title": title, "command": command, "wall_time_s": wall_time_s, "methods": summary}
+    payload: dict[str, Any] = {
+        "title": title,
+        "command": command,
+        "wall_time_s": wall_time_s,
+        "methods": summary,
+    }
+    if per_seed:
+        payload["episodes"] = episodes(per_seed)
     (out_dir / "results.json").write_text(json.dumps(payload, indent=1))
     (out_dir / "table.md").write_text(table_markdown(summary, title))
     plot(summary, out_dir / "plot.png", title)
@@ -277,5 +300,5 @@ def evaluate(
     ]
     summary = aggregate(per_seed)
     title = f"{base.domain.name}, {planner}, λ = {base.lam(planner):g}, {seeds} seed(s)"
-    write_outputs(summary, out_dir, title, command, time.perf_counter() - started)
+    write_outputs(summary, out_dir, title, command, time.perf_counter() - started, per_seed)
     return summary

@@ -1,0 +1,95 @@
+"""Pool the test episodes of several `camp eval` runs into one table.
+
+One run of a randomised planner on 30 test tasks is noisy: in NAMO, pure planning scored
+849.4 in one 3-seed run and 779.6 in the next, on the same tasks and seeds. Pooling the
+episodes of repeated runs gives each method's mean objective and compute time, its median
+compute time, its success count and the spread per episode, with a standard error for the
+mean objective. It reads the ``episodes`` section of each ``results.json`` (no planning).
+
+    .venv/bin/python scripts/pool_evals.py docs/eval_namo_denoised_3seeds.json \\
+        docs/eval_namo_denoised_rerun.json [--methods camp pure stilman] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from camp_planner.core.errors import CampError
+
+
+def load_episodes(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Method → every episode of one ``results.json`` (all seeds)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CampError(f"cannot read {path}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("episodes"), dict):
+        raise CampError(
+            f"{path} has no per-episode rows ('episodes'); it was written by a `camp eval` "
+            "older than this script, so rerun that eval"
+        )
+    return {m: [row for seed in seeds for row in seed] for m, seeds in data["episodes"].items()}
+
+
+def pool(paths: list[Path], methods: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Per method, the figures of all episodes of ``paths`` together. A method must be in
+    every run, so that each pooled figure covers the same runs."""
+    runs = [load_episodes(p) for p in paths]
+    names = methods or [m for m in runs[0] if all(m in run for run in runs)]
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        missing = [str(p) for p, run in zip(paths, runs, strict=True) if name not in run]
+        if missing:
+            raise CampError(f"method '{name}' is not in {', '.join(missing)}")
+        rows = [row for run in runs for row in run[name]]
+        objectives = [float(r["objective"]) for r in rows]
+        times = [float(r["compute_time_s"]) for r in rows]
+        sd = statistics.stdev(objectives) if len(rows) > 1 else 0.0
+        out[name] = {
+            "runs": len(runs),
+            "episodes": len(rows),
+            "objective_mean": statistics.fmean(objectives),
+            "objective_sd_per_episode": sd,
+            "objective_standard_error": sd / math.sqrt(len(rows)),
+            "compute_time_mean_s": statistics.fmean(times),
+            "compute_time_median_s": statistics.median(times),
+            "successes": sum(bool(r["success"]) for r in rows),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+", type=Path, help="results.json files of `camp eval`")
+    parser.add_argument("--methods", nargs="+", help="methods to pool (default: those in all)")
+    parser.add_argument("--json", type=Path, help="also write the pooled figures here")
+    args = parser.parse_args(argv)
+    try:
+        pooled = pool(args.results, args.methods)
+    except CampError as exc:
+        print(f"pool_evals: {exc}", file=sys.stderr)
+        return 2
+    print(f"{len(args.results)} runs pooled")
+    header = "method           episodes  objective (SE)    SD/episode  mean s  median s  goals"
+    print(header)
+    for name, p in pooled.items():
+        print(
+            f"{name:<16} {p['episodes']:>8}  {p['objective_mean']:8.1f}"
+            f" ({p['objective_standard_error']:4.1f})"
+            f"  {p['objective_sd_per_episode']:10.0f}  {p['compute_time_mean_s']:6.2f}"
+            f"  {p['compute_time_median_s']:8.2f}  {p['successes']:>5}"
+        )
+    if args.json:
+        payload = {"results": [str(p) for p in args.results], "methods": pooled}
+        args.json.write_text(json.dumps(payload, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Pooling `camp eval` runs: figures over every episode of every run, and clear errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+
+def _run(path: Path, camp: list[list[tuple[float, float, bool]]], pure: bool = True) -> Path:
+    def rows(seeds: list[list[tuple[float, float, bool]]]) -> list[list[dict[str, object]]]:
+        return [
+            [
+                {"task": t, "context_id": "c", "objective": o, "compute_time_s": s, "success": g}
+                | {"fallbacks": 0}
+                for t, (o, s, g) in enumerate(seed)
+            ]
+            for seed in seeds
+        ]
+
+    episodes = {"camp": rows(camp)}
+    if pure:
+        episodes["pure"] = rows([[(500.0, 5.0, True)]])
+    path.write_text(json.dumps({"methods": {}, "episodes": episodes}))
+    return path
+
+
+def test_runs_pool_episode_by_episode(
+    load_script: Callable[[str], ModuleType], tmp_path: Path
+) -> None:
+    pool = load_script("pool_evals")
+    a = _run(tmp_path / "a.json", [[(900.0, 1.0, True), (800.0, 2.0, True)], [(0.0, 9.0, False)]])
+    b = _run(tmp_path / "b.json", [[(700.0, 3.0, True)]])
+    out = pool.pool([a, b])
+    camp = out["camp"]
+    # Four episodes, not the mean of two run means (which would be 566.7 and 700).
+    assert camp["episodes"] == 4 and camp["runs"] == 2
+    assert camp["objective_mean"] == pytest.approx(600.0)
+    assert camp["compute_time_median_s"] == pytest.approx(2.5)
+    assert camp["compute_time_mean_s"] == pytest.approx(3.75)
+    assert camp["successes"] == 3
+    assert camp["objective_standard_error"] == pytest.approx(camp["objective_sd_per_episode"] / 2)
+    assert out["pure"]["episodes"] == 2
+    assert pool.main([str(a), str(b), "--json", str(tmp_path / "p.json")]) == 0
+    assert json.loads((tmp_path / "p.json").read_text())["methods"]["camp"]["episodes"] == 4
+
+
+def test_a_run_without_episode_rows_or_a_method_is_a_clear_error(
+    load_script: Callable[[str], ModuleType],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pool = load_script("pool_evals")
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"methods": {"camp": {}}}))
+    assert pool.main([str(old)]) == 2
+    assert "no per-episode rows" in capsys.readouterr().err
+    assert pool.main([str(tmp_path / "missing.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    a = _run(tmp_path / "a.json", [[(900.0, 1.0, True)]])
+    b = _run(tmp_path / "b.json", [[(700.0, 3.0, True)]], pure=False)
+    assert pool.main([str(a), str(b), "--methods", "pure"]) == 2
+    assert "method 'pure' is not in" in capsys.readouterr().err
+    # Without --methods, only the methods every run has are pooled.
+    assert set(pool.pool([a, b])) == {"camp"}
