@@ -101,11 +101,12 @@ def smallest_reachable_context(pipe: Pipeline, task: Any) -> Context:
 
 def checks_per_second(pipe: Pipeline, task: Any, n: int = 2000, lazy: bool = False) -> float:
     """Collision checks per second of the full NAMO scene at random poses: ``collisions``
-    (the robot moved to every pose) or, with ``lazy``, ``collisions_at`` as the motion
-    planners call it (moved only when something is near)."""
+    (the robot moved to every pose, every body near it named) or, with ``lazy``,
+    ``blocked_at`` as the motion planners call it (moved only when something is near and
+    not settled on the floor plan, stopping at the first hit)."""
     mdp = pipe.domain.make_mdp(task, pipe.config)
     scene = mdp.scene()  # type: ignore[attr-defined]
-    check = scene.collisions_at if lazy else scene.collisions
+    check = scene.blocked_at if lazy else scene.collisions
     rng = random.Random(0)
     size = task.settings.world_size
     poses = [(rng.uniform(0, size), rng.uniform(0, size), rng.uniform(-3, 3)) for _ in range(n)]

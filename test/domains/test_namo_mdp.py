@@ -42,6 +42,23 @@ def test_drive_stops_before_a_box_and_pick_and_place_move_it(mdp: NamoMDP) -> No
     assert mdp.step(s0, ("place", (1.0, 1.0), NONE)) == s0
 
 
+def test_after_putting_a_box_down_collision_checks_see_the_bare_robot_again() -> None:
+    """A carried box widens the scene's broadphase; after the MDP puts it down the robot's
+    extent is the bare robot's again (checks stay exact either way: this is about cost)."""
+    mdp = NamoMDP.from_task(TASK)  # its own: the module's MDP remembers these steps
+    s1 = mdp.step(mdp.initial_state(), ("move", (BOX.x - 0.5, BOX.y, 0.0), NONE))
+    s2 = mdp.step(s1, ("pick", None, BOX.name))
+    back = mdp.step(s2, ("move", (BOX.x - 0.9, BOX.y, 0.0), NONE))
+    carrying = mdp._sync(back)._radius
+    s3 = mdp.step(back, ("place", (back[0][0] + 0.5, back[0][1]), NONE))
+    assert s3[2] == NONE
+    scene = mdp._sync(s3)
+    after = scene._radius
+    scene._measure_robot()
+    assert after == pytest.approx(scene._radius)
+    assert after < carrying - 0.1
+
+
 def test_reaching_the_goal_pays_once_and_ends(mdp: NamoMDP) -> None:
     s0 = mdp.initial_state()
     gx, gy = TASK.goal

@@ -78,9 +78,10 @@ def _brute_force(
 
 
 def test_both_queries_agree_with_brute_force_everywhere() -> None:
-    """collisions and collisions_at (broadphase box, disc test for static bodies, robot moved
-    only when something is near) report exactly what checking every body does, at random
-    poses, with margins, ignored boxes, zones and a held box, whatever order queries come in."""
+    """collisions, collisions_at (broadphase box, disc test for static bodies, robot moved
+    only when something is near) and blocked_at (also a floor-plan shortcut for sure hits)
+    report exactly what checking every body does, at random poses, with margins, ignored
+    boxes, zones and a held box, whatever order queries come in."""
     import random
 
     rng = random.Random(7)
@@ -102,7 +103,71 @@ def test_both_queries_agree_with_brute_force_everywhere() -> None:
             skip = ignore if k % 3 == 0 else frozenset()
             expected = _brute_force(ref, pose, margin, skip)
             assert lazy.collisions_at(pose, margin, skip) == expected, (k, pose, margin)
+            assert lazy.blocked_at(pose, margin, skip) == bool(expected), (k, pose, margin)
             if k % 5 == 0:
                 assert lazy.collisions(pose, margin, skip) == expected, (k, pose, margin)
             nonempty += bool(expected)
         assert 100 < nonempty < 1400  # both free and colliding poses were exercised
+
+
+def test_the_floor_plan_shortcut_settles_poses_inside_walls_boxes_and_the_goal() -> None:
+    """blocked_at claims a hit without the simulator only where the base's inscribed disc
+    overlaps a body; a pose just outside that, still colliding by a corner, goes to PyBullet
+    and is still reported."""
+    import math
+
+    box = TASK.boxes[0]
+    hb = TASK.settings.base_half_extent
+    with direct_client() as client:
+        scene = NamoScene(TASK, client)
+        for pose in ((box.x, box.y, 0.0), (0.05, 4.5, 0.0), (*TASK.goal, 0.7)):
+            moved_before = scene.pose
+            assert scene.blocked_at(pose)
+            assert scene.pose == moved_before  # settled on the floor plan: nothing moved
+        # Turned 45 degrees beside the box: the base's corner reaches into it, its inscribed
+        # disc does not.
+        half = TASK.settings.box_size[0] / 2
+        corner = (box.x - half - hb * math.sqrt(2) + 0.02, box.y, math.pi / 4)
+        assert box.name in scene.collisions(corner)
+        assert scene.blocked_at(corner)
+        assert scene.pose == corner  # decided by PyBullet, with the robot moved there
+
+
+def test_putting_a_box_down_shrinks_the_broadphase_back() -> None:
+    """Carrying a box widens the broadphase disc; letting go must narrow it again, or every
+    later check looks at several times the floor area it needs."""
+    box = TASK.boxes[0]
+    with direct_client() as client:
+        scene = NamoScene(TASK, client)
+        bare = scene._radius
+        scene.set_base((box.x - 0.5, box.y, 0.0))
+        scene.grasp(box.name)
+        assert scene._radius > bare + 0.1
+        scene.release(box.x, box.y)
+        assert scene._radius == pytest.approx(bare)
+        scene.grasp(box.name)
+        scene.let_go()  # as the MDP does before checking where the box would stand
+        assert scene.held is None
+        assert scene._radius == pytest.approx(bare)
+
+
+def test_the_broadphase_radius_does_not_depend_on_the_heading_it_was_measured_at() -> None:
+    """Measured at any heading, the radius is the one measured at heading 0 (the tightest);
+    that it still holds the whole robot is what the brute-force agreement test checks."""
+    import math
+
+    box = TASK.boxes[0]
+    with direct_client() as client:
+        scene = NamoScene(TASK, client)
+        for carrying in (False, True):
+            if carrying:
+                scene.set_base((box.x - 0.5, box.y, 0.0))
+                scene.grasp(box.name)
+            radii = []
+            for yaw in (0.0, 0.4, math.pi / 4, 2.0, -2.8):
+                scene.set_base((4.5, 4.5, yaw))
+                scene._measure_robot()
+                radii.append(scene._radius)
+                assert scene.pose == (4.5, 4.5, yaw)  # measuring leaves the robot where it was
+            assert max(radii) == pytest.approx(min(radii))
+            assert TASK.settings.base_half_extent * math.sqrt(2) < radii[0]

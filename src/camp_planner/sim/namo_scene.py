@@ -28,6 +28,9 @@ GRASP_LINK = 11  # panda_grasptarget
 HOLD_AHEAD = 0.5  # a held box is carried this far ahead of the base centre, lifted
 LIFT = 0.03
 IK_TOLERANCE = 0.015  # metres between the gripper and the grasp point
+# The floor-plan shortcut of ``blocked_at`` claims a hit only this far (metres) inside the
+# margin, so that rounding never lets it disagree with PyBullet's distances.
+_SURE_SLACK = 1e-3
 _AWAY = (500.0, 500.0, -50.0)  # where absent boxes wait, outside every query
 _ARM_LINKS = range(-1, 12)
 
@@ -159,13 +162,20 @@ class NamoScene:
         self.set_base(self.pose)
         self._measure_robot()
 
+    def let_go(self) -> None:
+        """Stop counting the held box as part of the robot, wherever it is (the caller puts
+        it somewhere). The broadphase radius shrinks back to the bare robot's: left at the
+        carrying size, every later check would look at about three times the floor area."""
+        self.held = None
+        self._measure_robot()
+
     def release(self, x: float, y: float) -> None:
         """Put the held box down standing at (x, y)."""
         if self.held is None:
             raise RuntimeError("not holding anything")
-        name, self.held = self.held, None
+        name = self.held
         self.place_box(name, x, y)  # axis-aligned, as NAMO states record boxes
-        self._measure_robot()
+        self.let_go()
 
     def arm_reaches(self, x: float, y: float, z: float) -> bool:
         """Whether the tucked arm can put its gripper, pointing down, at (x, y, z) from the
@@ -297,6 +307,58 @@ class NamoScene:
         self.set_base(pose)
         return self._exact(near, margin)
 
+    def blocked_at(
+        self,
+        pose: Pose2D,
+        margin: float = 0.0,
+        ignore: frozenset[str] | set[str] = frozenset(),
+    ) -> bool:
+        """Whether :meth:`collisions_at` would report anything at ``pose``: the validity
+        check motion planners call hundreds of thousands of times, so it answers as cheaply
+        as the geometry allows.
+
+        Nearly every sample a planner draws in a cluttered room has something within the
+        broadphase box, and most invalid samples lie squarely inside a wall or a box. Those
+        are settled on the floor plan without the simulator: the disc inscribed in the base
+        (half-extent ``base_half_extent`` at any yaw) overlapping a body's floor rectangle
+        grown by ``margin`` means the base itself comes closer than ``margin`` (every body
+        stands on the floor, as the base does, so their heights overlap). Only the rest is
+        asked of PyBullet, stopping at the first body within ``margin``."""
+        self.checks += 1
+        x, y = pose[0], pose[1]
+        near = self._near(x, y, margin, ignore)
+        if not near:
+            return False
+        sure = self.task.settings.base_half_extent + margin - _SURE_SLACK
+        for body, _ in near:
+            if body == self.goal:  # a cylinder: its floor rectangle would claim its corners
+                gx, gy = self.task.goal
+                if math.hypot(x - gx, y - gy) < self.task.settings.goal_radius + sure:
+                    return True
+                continue
+            rect = self._static_rects.get(body) or self._box_rect(body)
+            if rect is not None:
+                dx = max(rect[0] - x, 0.0, x - rect[2])
+                dy = max(rect[1] - y, 0.0, y - rect[3])
+                if dx * dx + dy * dy < sure * sure:
+                    return True
+        self.set_base(pose)
+        c = self.client
+        own = self.robot_parts()
+        for body, _ in near:
+            for part in own:
+                points = pb.getClosestPoints(part, body, margin, physicsClientId=c)
+                if any(p[8] < margin - 1e-6 for p in points):
+                    return True
+        return False
+
+    def _box_rect(self, body: int) -> tuple[float, float, float, float] | None:
+        """The floor rectangle of a movable box standing axis-aligned (None if turned)."""
+        pos, orn = pb.getBasePositionAndOrientation(body, physicsClientId=self.client)
+        if abs(orn[2]) > 1e-9 or abs(orn[0]) > 1e-9 or abs(orn[1]) > 1e-9:
+            return None
+        return self.task.box_rect(float(pos[0]), float(pos[1]))
+
     def _near(
         self, x: float, y: float, margin: float, ignore: frozenset[str] | set[str]
     ) -> list[tuple[int, str]]:
@@ -343,9 +405,17 @@ class NamoScene:
 
     def _measure_robot(self) -> None:
         """The robot's horizontal radius around the base centre and its height, for the
-        broadphase box (recomputed when it picks or drops a box)."""
+        broadphase box (recomputed when it picks or drops a box).
+
+        Measured from the parts' AABBs with the robot turned to heading 0, where the base's
+        box is axis-aligned and its AABB is the box itself: at 45 degrees the AABB's corners
+        lie 41 % farther out than the base's, and a radius measured there would make every
+        broadphase box up to twice the area it needs. Any heading gives a valid radius
+        (turning about the base's axis keeps distances to it); heading 0 the tightest."""
         c = self.client
-        x, y, _ = self.pose
+        pose = self.pose
+        x, y, _ = pose
+        self.set_base((x, y, 0.0))
         radius, top = 0.0, 0.0
         for part in self.robot_parts():
             links = _ARM_LINKS if part == self.arm else (-1,)
@@ -355,6 +425,7 @@ class NamoScene:
                     for cy in (lo[1], hi[1]):
                         radius = max(radius, math.hypot(cx - x, cy - y))
                 top = max(top, hi[2])
+        self.set_base(pose)
         self._radius = radius + 0.01
         self._top = top + 0.01
 

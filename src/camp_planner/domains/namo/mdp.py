@@ -146,8 +146,7 @@ class NamoMDP(FactoredMDP):
         last = self._synced
         held = str(state[2])
         if scene.held is not None and scene.held != held:
-            scene.held = None
-            scene._measure_robot()
+            scene.let_go()
         for name, i in _SLOT_INDEX.items():
             if name not in scene.boxes:
                 continue
@@ -220,7 +219,7 @@ class NamoMDP(FactoredMDP):
             top = self._task.settings.box_size[2] + 0.02
             if not (in_reach(pose, x, y) and scene.arm_reaches(x, y, top)):
                 return state
-            scene.held = None  # check the box on the floor, as a box, not as part of the robot
+            scene.let_go()  # check the box on the floor, as a box, not as part of the robot
             # Axis-aligned, as the state (a box's x, y) and every resync show it: checked at
             # the robot's heading instead, a box could be put down clear of the robot and
             # then overlap it once the scene was rebuilt from the state.

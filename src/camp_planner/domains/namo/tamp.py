@@ -285,7 +285,7 @@ class NamoTampInterface:
                 return False  # a forbidden room, reachable by no path: no sample there
             near_start = math.hypot(x - start[0], y - start[1]) < START_SLACK
             margin = 0.0 if near_start else PLAN_MARGIN
-            return not scene.collisions_at((x, y, yaw), margin, passable if ignore_boxes else ())
+            return not scene.blocked_at((x, y, yaw), margin, passable if ignore_boxes else ())
 
         return check
 
