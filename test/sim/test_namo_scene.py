@@ -171,3 +171,25 @@ def test_the_broadphase_radius_does_not_depend_on_the_heading_it_was_measured_at
                 assert scene.pose == (4.5, 4.5, yaw)  # measuring leaves the robot where it was
             assert max(radii) == pytest.approx(min(radii))
             assert TASK.settings.base_half_extent * math.sqrt(2) < radii[0]
+
+
+def test_bodies_beyond_every_part_of_the_robot_are_not_asked_of_pybullet() -> None:
+    """A box diagonally off the robot is inside the broadphase square but outside the disc
+    of every robot part: blocked_at answers free without moving the robot."""
+    box = TASK.boxes[0]
+    hx, hy = TASK.settings.box_size[0] / 2, TASK.settings.box_size[1] / 2
+    with direct_client() as client:
+        scene = NamoScene(TASK, client)
+        r = scene._radius
+        # Off the box's lower-left corner by 0.9 r along each axis: within the square
+        # around the robot's disc, 1.27 r from the robot's centre.
+        pose = (box.x - hx - 0.9 * r, box.y - hy - 0.9 * r, 0.0)
+        assert (scene._box_rect(scene.boxes[box.name]) is not None) and any(
+            name == box.name for _, name in scene._near(pose[0], pose[1], 0.0, frozenset())
+        )
+        before = scene.pose
+        expected = scene.collisions(pose)  # moves the robot there and back below
+        scene.set_base(before)
+        assert expected == set()
+        assert not scene.blocked_at(pose)
+        assert scene.pose == before

@@ -97,6 +97,8 @@ class NamoScene:
         self.held: str | None = None
         self._zones: list[int] = []
         self._held_offset = (0.0, 0.0, 0.0)
+        # Per robot part: (x, y) offset in the robot frame and radius of a disc holding it.
+        self._part_discs: dict[int, tuple[float, float, float]] = {}
         self._names = {v: k for k, v in self.boxes.items()}
         self._names.update({w: "wall" for w in self.walls})
         self._names[self.goal] = "goal"
@@ -330,26 +332,44 @@ class NamoScene:
         if not near:
             return False
         sure = self.task.settings.base_half_extent + margin - _SURE_SLACK
+        rects: list[tuple[int, tuple[float, float, float, float] | None]] = []
         for body, _ in near:
             if body == self.goal:  # a cylinder: its floor rectangle would claim its corners
                 gx, gy = self.task.goal
                 if math.hypot(x - gx, y - gy) < self.task.settings.goal_radius + sure:
                     return True
-                continue
             rect = self._static_rects.get(body) or self._box_rect(body)
-            if rect is not None:
+            if rect is not None and body != self.goal:
                 dx = max(rect[0] - x, 0.0, x - rect[2])
                 dy = max(rect[1] - y, 0.0, y - rect[3])
                 if dx * dx + dy * dy < sure * sure:
                     return True
+            rects.append((body, rect))
+        # Each part of the robot lies within its own disc (measured with the robot): a body
+        # whose floor rectangle is farther from a part's disc than the margin cannot touch
+        # that part, so PyBullet is asked only about the pairs left, and not at all (the
+        # robot not even moved) when none is.
+        yaw = pose[2]
+        cos, sin = math.cos(yaw), math.sin(yaw)
+        pairs: list[tuple[int, int]] = []
+        for part, (cx, cy, r) in self._part_discs.items():
+            px, py = x + cx * cos - cy * sin, y + cx * sin + cy * cos
+            reach = r + margin + _SURE_SLACK
+            for body, rect in rects:
+                if rect is not None:
+                    dx = max(rect[0] - px, 0.0, px - rect[2])
+                    dy = max(rect[1] - py, 0.0, py - rect[3])
+                    if dx * dx + dy * dy >= reach * reach:
+                        continue
+                pairs.append((part, body))
+        if not pairs:
+            return False
         self.set_base(pose)
         c = self.client
-        own = self.robot_parts()
-        for body, _ in near:
-            for part in own:
-                points = pb.getClosestPoints(part, body, margin, physicsClientId=c)
-                if any(p[8] < margin - 1e-6 for p in points):
-                    return True
+        for part, body in pairs:
+            points = pb.getClosestPoints(part, body, margin, physicsClientId=c)
+            if any(p[8] < margin - 1e-6 for p in points):
+                return True
         return False
 
     def _box_rect(self, body: int) -> tuple[float, float, float, float] | None:
@@ -417,14 +437,23 @@ class NamoScene:
         x, y, _ = pose
         self.set_base((x, y, 0.0))
         radius, top = 0.0, 0.0
+        self._part_discs = {}
         for part in self.robot_parts():
             links = _ARM_LINKS if part == self.arm else (-1,)
+            x0 = y0 = math.inf
+            x1 = y1 = -math.inf
             for link in links:
                 lo, hi = pb.getAABB(part, link, physicsClientId=c)
                 for cx in (lo[0], hi[0]):
                     for cy in (lo[1], hi[1]):
                         radius = max(radius, math.hypot(cx - x, cy - y))
                 top = max(top, hi[2])
+                x0, y0 = min(x0, lo[0]), min(y0, lo[1])
+                x1, y1 = max(x1, hi[0]), max(y1, hi[1])
+            # The part's disc, in the robot's frame (heading 0 here, so world offsets are
+            # robot-frame offsets): centred on the part's AABB, through its corners.
+            half = math.hypot(x1 - x0, y1 - y0) / 2 + 0.01
+            self._part_discs[part] = ((x0 + x1) / 2 - x, (y0 + y1) / 2 - y, half)
         self.set_base(pose)
         self._radius = radius + 0.01
         self._top = top + 0.01
