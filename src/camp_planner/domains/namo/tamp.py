@@ -21,7 +21,7 @@ one is refined, so a finished plan has been verified by execution.
 
 from __future__ import annotations
 
-import heapq
+import functools
 import math
 import random
 import time
@@ -30,6 +30,9 @@ from itertools import pairwise
 from typing import Any
 
 import numpy as np
+from scipy import ndimage
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
 
 from camp_planner.core.camp import CAMP
 from camp_planner.core.mdp import Action, State
@@ -459,20 +462,9 @@ class NamoTampInterface:
                 _block(blocked, self.task.box_rect(float(value[0]), float(value[1])), radius, cell)
         s, t = self._cell(start, cell, n), self._cell(goal, cell, n)
         _open_around(blocked, s, t)  # both poses were checked exactly by the caller
-        seen = np.zeros_like(blocked)
-        seen[s] = True
-        frontier = [s]
-        while frontier:
-            nxt = []
-            for r, c in frontier:
-                for rr, cc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
-                    if 0 <= rr < n and 0 <= cc < n and not seen[rr, cc] and not blocked[rr, cc]:
-                        if (rr, cc) == t:
-                            return True
-                        seen[rr, cc] = True
-                        nxt.append((rr, cc))
-            frontier = nxt
-        return s == t
+        # 4-connected components of the free cells (ndimage's default structure).
+        labels, _ = ndimage.label(~blocked)
+        return s == t or bool(labels[s] != 0 and labels[s] == labels[t])
 
     def _fewest_boxes_path(
         self, start: Pose2D, goal: Pose2D, solid: str, boxes_solid: bool = False
@@ -506,36 +498,18 @@ class NamoTampInterface:
                 _block(near_box, rect, reach, cell)
         s, t = self._cell(start, cell, n), self._cell(goal, cell, n)
         _open_around(blocked, s, t)
-        cost = (
-            np.where(under_box, BOX_CELL_COST, np.where(near_box, NEAR_BOX_CELL_COST, 1.0))
-            .ravel()
-            .tolist()
-        )
-        wall = blocked.ravel().tolist()
+        # Entering a cell costs the cell's cost; walls cost infinity (no edge into them).
+        cost = np.where(under_box, BOX_CELL_COST, np.where(near_box, NEAR_BOX_CELL_COST, 1.0))
+        cost[blocked] = np.inf
         src, dst = s[0] * n + s[1], t[0] * n + t[1]
-        dist = [math.inf] * (n * n)
-        parent = [-1] * (n * n)
-        dist[src] = 0.0
-        heap = [(0.0, src)]
-        while heap:
-            d, i = heapq.heappop(heap)
-            if i == dst:
-                break
-            if d > dist[i]:
-                continue
-            r, c = divmod(i, n)
-            for j, ok in ((i - n, r > 0), (i + n, r < n - 1), (i - 1, c > 0), (i + 1, c < n - 1)):
-                if ok and not wall[j]:
-                    nd = d + cost[j]
-                    if nd < dist[j]:
-                        dist[j] = nd
-                        parent[j] = i
-                        heapq.heappush(heap, (nd, j))
+        indices, indptr = _grid_graph(n)
+        graph = csr_matrix((cost.ravel()[indices], indices, indptr), shape=(n * n, n * n))
+        dist, parent = dijkstra(graph, indices=src, return_predecessors=True)
         if math.isinf(dist[dst]):
             return None
         cells = [dst]
         while cells[-1] != src:
-            cells.append(parent[cells[-1]])
+            cells.append(int(parent[cells[-1]]))
         cells.reverse()
         points = [((i % n + 0.5) * cell, (i // n + 0.5) * cell) for i in cells[1:-1]]
         poses: list[Pose2D] = [start]
@@ -948,6 +922,23 @@ class NamoTampInterface:
                 self.moved.add(box)
                 return Refinement(True, actions, states)
         return None
+
+
+@functools.cache
+def _grid_graph(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The 4-connected ``n`` x ``n`` grid (cells numbered row by row) as the ``indices`` and
+    ``indptr`` of a CSR adjacency matrix; a query fills in the edge weights."""
+    cells = np.arange(n * n).reshape(n, n)
+    rows, cols = [], []
+    for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+        r0, r1 = max(0, -dr), n - max(0, dr)
+        c0, c1 = max(0, -dc), n - max(0, dc)
+        rows.append(cells[r0:r1, c0:c1].ravel())
+        cols.append(cells[r0 + dr : r1 + dr, c0 + dc : c1 + dc].ravel())
+    src, dst = np.concatenate(rows), np.concatenate(cols)
+    order = np.lexsort((dst, src))
+    indptr = np.searchsorted(src[order], np.arange(n * n + 1))
+    return dst[order], indptr
 
 
 def _open_around(grid: np.ndarray, *cells: tuple[int, int]) -> None:
