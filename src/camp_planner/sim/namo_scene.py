@@ -339,11 +339,8 @@ class NamoScene:
                 if math.hypot(x - gx, y - gy) < self.task.settings.goal_radius + sure:
                     return True
             rect = self._static_rects.get(body) or self._box_rect(body)
-            if rect is not None and body != self.goal:
-                dx = max(rect[0] - x, 0.0, x - rect[2])
-                dy = max(rect[1] - y, 0.0, y - rect[3])
-                if dx * dx + dy * dy < sure * sure:
-                    return True
+            if rect is not None and body != self.goal and _rect_dist2(rect, x, y) < sure * sure:
+                return True
             rects.append((body, rect))
         # Each part of the robot lies within its own disc (measured with the robot): a body
         # whose floor rectangle is farther from a part's disc than the margin cannot touch
@@ -356,11 +353,8 @@ class NamoScene:
             px, py = x + cx * cos - cy * sin, y + cx * sin + cy * cos
             reach = r + margin + _SURE_SLACK
             for body, rect in rects:
-                if rect is not None:
-                    dx = max(rect[0] - px, 0.0, px - rect[2])
-                    dy = max(rect[1] - py, 0.0, py - rect[3])
-                    if dx * dx + dy * dy >= reach * reach:
-                        continue
+                if rect is not None and _rect_dist2(rect, px, py) >= reach * reach:
+                    continue
                 pairs.append((part, body))
         if not pairs:
             return False
@@ -401,11 +395,8 @@ class NamoScene:
             if name is None or name in ignore:
                 continue
             rect = self._static_rects.get(body)
-            if rect is not None:
-                dx = max(rect[0] - x, 0.0, x - rect[2])
-                dy = max(rect[1] - y, 0.0, y - rect[3])
-                if dx * dx + dy * dy > r * r:
-                    continue
+            if rect is not None and _rect_dist2(rect, x, y) > r * r:
+                continue
             near.append((body, name))
         return near
 
@@ -460,3 +451,10 @@ class NamoScene:
 
     def is_free(self, pose: Pose2D, margin: float = 0.0) -> bool:
         return not self.collisions(pose, margin)
+
+
+def _rect_dist2(rect: tuple[float, float, float, float], x: float, y: float) -> float:
+    """Squared distance from (x, y) to the floor rectangle (x0, y0, x1, y1); 0 inside."""
+    dx = max(rect[0] - x, 0.0, x - rect[2])
+    dy = max(rect[1] - y, 0.0, y - rect[3])
+    return dx * dx + dy * dy
