@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     planner = params["camp_planner"]["ros__parameters"]
     planner["plan_on_scene"] = False  # the client sends the goals itself
     params.pop("namo_sim", None)
-    config = resolve_path(planner["config_file"])
+    # "": the domain's defaults, as the nodes read it
+    config = resolve_path(planner["config_file"]) if planner.get("config_file") else None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "params.yaml"
         path.write_text(yaml.safe_dump(params))

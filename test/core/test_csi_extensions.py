@@ -89,3 +89,29 @@ def test_exchangeable_variables_share_their_dependences() -> None:
     assert ("a1", "a2") not in tied  # a self-dependence stays a self-dependence
     assert ("x", "b") in tied
     assert tie_exchangeable(deps, []) == deps
+
+
+class _RarelyAtTheGate(_Corridor):
+    """The corridor, with the sampler seldom putting the agent at the gate (pos 2)."""
+
+    def sample_state(self, rng: random.Random) -> State:
+        pos = 2 if rng.random() < 0.02 else rng.randrange(2)
+        return (pos, "near", rng.randrange(2), rng.randrange(2))
+
+
+def test_stratified_samples_cover_every_term_of_a_disjunction() -> None:
+    mdp = _RarelyAtTheGate()
+    ctx = Context("disjunction", tuple(Term("pos", p) for p in (0, 1, 2)))
+    plain = learn_csis([mdp], ctx, CSIConfig(k1=12, k2=4, seed=0))
+    spread = learn_csis([mdp], ctx, CSIConfig(k1=12, k2=4, seed=0, stratify=True))
+    # The gate matters only at pos 2, which plain rejection sampling almost never draws.
+    assert ("gate", "pos") not in plain.dependencies
+    assert ("gate", "pos") in spread.dependencies
+    assert "stratify" not in CSIConfig().to_json()
+
+
+def test_a_term_the_sampler_never_meets_is_given_up() -> None:
+    mdp = _RarelyAtTheGate()
+    ctx = Context("disjunction", tuple(Term("pos", p) for p in (0, 5)))  # never samples 5
+    result = learn_csis([mdp], ctx, CSIConfig(k1=6, k2=4, seed=0, stratify=True))
+    assert ("go", "pos") in result.dependencies  # learnt from the samples at pos 0

@@ -51,3 +51,24 @@ def test_learned_csis_drop_exactly_the_boxes_of_forbidden_rooms(tmp_path: Path) 
     rooms = {int(v.split("_")[1][1:]) for v in boxes}
     assert {0, 1, 2, 5} <= rooms <= {0, 1, 2, 3, 4, 5, 7}
     assert not rooms & {6}  # two rooms away from every allowed room
+
+
+@pytest.mark.pybullet
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("fill", "allowed"), [(0.8, (0, 3, 4, 6, 7, 8)), (0.8, (0, 1, 2, 5, 6, 8))]
+)
+def test_learned_csis_keep_the_boxes_of_every_allowed_room_in_a_cluttered_world(
+    tmp_path: Path, fill: float, allowed: tuple[int, ...]
+) -> None:
+    """With most slots filled, CSI samples that put the robot inside a wall or a box (where
+    no move goes anywhere) once hid whole allowed rooms' boxes from the learner, and the
+    CAMP planned through them."""
+    cfg = D.default_config()
+    cfg["world"]["fill_prob"] = fill
+    pipe = Pipeline.from_config("namo", cfg, tmp_path)
+    ctx = Context("disjunction", tuple(Term("robot_room", r) for r in allowed))
+    mdp = D.make_mdp(pipe.task("test", 0), cfg)
+    relevant = pipe.relevant(mdp, ctx)
+    rooms = {int(v.split("_")[1][1:]) for v in relevant if v.startswith("box_")}
+    assert set(allowed) - {8} <= rooms

@@ -115,3 +115,12 @@ def test_a_box_put_down_never_overlaps_the_robot_once_the_scene_is_rebuilt(mdp: 
         scene = mdp._sync(after)
         assert not scene.collisions(after[0]), (after[0], point)
     assert placed >= 5
+
+
+def test_csi_samples_put_the_robot_where_it_stands_free(mdp: NamoMDP) -> None:
+    """A move from a pose inside a wall or a box goes nowhere whatever the other boxes do:
+    such samples teach CSI learning nothing."""
+    rng = random.Random(3)
+    for _ in range(150):
+        state, _action = mdp.sample_state_action(rng)
+        assert mdp._sync(state).is_free(state[0]), state[:3]

@@ -33,6 +33,17 @@ def test_mlp_fits_to_the_loss_target_and_is_seeded() -> None:
     assert np.allclose(a.predict_proba(x), b.predict_proba(x))
 
 
+def test_training_reports_its_progress_until_it_stops() -> None:
+    x, y = _vector_data()
+    done: list[int] = []
+    capped = SelectorConfig(learning_rate=1e-4, max_iterations=350, loss_target=0.0, seed=3)
+    report = ContextSelector((4,), 4, capped).fit(x, y, done.append)
+    assert report.iterations == 350 and sum(done) == 300 and set(done) == {100}
+    done.clear()
+    early = ContextSelector((4,), 4, FAST).fit(x, y, done.append)
+    assert early.reached_target and sum(done) == early.iterations // 100 * 100
+
+
 def test_cnn_for_images_has_the_papers_layers() -> None:
     rng = np.random.default_rng(1)
     x = rng.random(size=(12, 4, 19, 19)).astype(np.float32)

@@ -43,6 +43,13 @@ class CSIConfig:
     # using it must keep clear of the context's boundary (NAMO's TAMP keeps the robot's whole
     # body out of forbidden rooms). Beyond the paper; off by default.
     ignore_exits: bool = False
+    # Spread the k1 samples evenly over the terms of a disjunctive context (sample k must
+    # satisfy term k mod n; a term no draw satisfies within max_rejections is skipped). Plain
+    # rejection sampling gives each term the share of the domain's sampler that lands in it,
+    # and with k1 = 25 a term the sampler rarely meets can get no sample at all. Its
+    # dependences then go unseen and the CAMP drops variables that matter there (NAMO: every
+    # box of an allowed room). Beyond the paper; off by default.
+    stratify: bool = False
 
     @staticmethod
     def from_mapping(data: Mapping[str, Any]) -> CSIConfig:
@@ -54,8 +61,9 @@ class CSIConfig:
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        if not self.ignore_exits:  # absent when off, so existing caches keep their keys
-            del out["ignore_exits"]
+        for flag in ("ignore_exits", "stratify"):
+            if not out[flag]:  # absent when off, so existing caches keep their keys
+                del out[flag]
         return out
 
 
@@ -177,7 +185,10 @@ def learn_csis(
     n_state = len(mdps[0].state_vars)
     state_names = layout[:n_state]
 
-    samples = _sample_in_context(mdps, members, config, rng)
+    strata = None
+    if config.stratify and context.kind == "disjunction" and len(context.terms) > 1:
+        strata = [[Context("single", (t,)).compile(m) for t in context.terms] for m in mdps]
+    samples = _sample_in_context(mdps, members, config, rng, strata)
     # Per task and state variable, up to k2 distinct probe values v^i, drawn once.
     pools = [
         [
@@ -282,8 +293,13 @@ def _sample_in_context(
     members: Sequence[Callable[[State, Action], bool]],
     config: CSIConfig,
     rng: random.Random,
+    strata: Sequence[Sequence[Callable[[State, Action], bool]]] | None = None,
 ) -> list[tuple[int, State, Action]]:
-    """k1 (task, state, action) assignments inside the context, by rejection sampling."""
+    """k1 (task, state, action) assignments inside the context, by rejection sampling; with
+    ``strata`` (per task, a membership test per term of the context) spread evenly over the
+    terms."""
+    if strata is not None:
+        return _sample_stratified(mdps, members, strata, config, rng)
     out: list[tuple[int, State, Action]] = []
     attempts = 0
     limit = config.k1 * config.max_rejections
@@ -299,6 +315,34 @@ def _sample_in_context(
             continue
         if members[task](s, a):
             out.append((task, s, a))
+    return out
+
+
+def _sample_stratified(
+    mdps: Sequence[FactoredMDP],
+    members: Sequence[Callable[[State, Action], bool]],
+    strata: Sequence[Sequence[Callable[[State, Action], bool]]],
+    config: CSIConfig,
+    rng: random.Random,
+) -> list[tuple[int, State, Action]]:
+    """k1 samples inside the context, the k-th satisfying term k mod n of those still live;
+    a term with no sample after ``max_rejections`` draws is given up."""
+    out: list[tuple[int, State, Action]] = []
+    live = list(range(len(strata[0])))
+    while len(out) < config.k1 and live:
+        term = live[len(out) % len(live)]
+        for _ in range(config.max_rejections):
+            task = rng.randrange(len(mdps))
+            s, a = mdps[task].sample_state_action(rng)
+            if mdps[task].is_terminal(s):
+                continue
+            if members[task](s, a) and strata[task][term](s, a):
+                out.append((task, s, a))
+                break
+        else:
+            live.remove(term)
+    if not out:
+        raise CampError("could not sample any state–action pair inside the context")
     return out
 
 

@@ -68,7 +68,7 @@ class RegionGraph:
         the region variable on its own."""
         if context.is_universal or self.variable not in context.variables:
             return None
-        values = context.allowed_values()[self.variable]
+        values = context.allowed(self.variable)
         if context.kind == "disjunction" and len(context.variables) > 1:
             return None  # "in region A or holding X": leaving A need not violate it
         if context.kind == "conjunction" and len(values) != 1:

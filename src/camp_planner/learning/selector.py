@@ -12,6 +12,7 @@ context's CAMP size instead of the image (see ``SelectorConfig``).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from camp_planner.core.errors import CampError, reject_unknown
 
 LABEL_KINDS = ("hard", "soft", "multilabel", "regression")
 MODELS = ("net", "structural")
+PROGRESS_EVERY = 100  # training iterations between progress reports
 
 
 def symlog(values: np.ndarray, scale: float) -> np.ndarray:
@@ -200,8 +202,14 @@ class ContextSelector:
             raise CampError("features contain NaN or infinite values")
         return torch.from_numpy((arr - self.mean) / self.std)
 
-    def fit(self, x: np.ndarray, labels: np.ndarray) -> TrainingReport:
-        """Full-batch Adam on cross-entropy until the loss target or the iteration cap.
+    def fit(
+        self,
+        x: np.ndarray,
+        labels: np.ndarray,
+        progress: Callable[[int], None] | None = None,
+    ) -> TrainingReport:
+        """Full-batch Adam on cross-entropy until the loss target or the iteration cap;
+        ``progress`` is told every ``PROGRESS_EVERY`` iterations how many more were done.
 
         ``labels`` are class indices (the paper's hard labels) or, as a 2-D array, target
         distributions over the contexts (soft labels). With soft labels the stopping rule
@@ -255,6 +263,8 @@ class ContextSelector:
                 loss.backward()
                 optimiser.step()
                 loss_value = float(loss.item()) - floor
+                if progress is not None and iteration % PROGRESS_EVERY == 0:
+                    progress(PROGRESS_EVERY)
                 if loss_value <= self.cfg.loss_target:
                     break
         self.net.eval()

@@ -226,7 +226,18 @@ def train(
         [selector_input(pipe, t, cfg.model, contexts, pipe.relevant) for t in pipe.tasks("train")]
     )
     selector = ContextSelector(tuple(features.shape[1:]), len(contexts), cfg)
-    report = selector.fit(features, selector_targets(labelled, cfg))
+    # Minutes for the CNN at the iteration cap: worth a progress bar. It stops short of
+    # 100 % when the loss target is met first.
+    bar = (
+        progress_bar(cfg.max_iterations, "training the selector (iterations)") if progress else None
+    )
+    try:
+        report = selector.fit(
+            features, selector_targets(labelled, cfg), bar.update if bar is not None else None
+        )
+    finally:
+        if bar is not None:
+            bar.close()
     counts = Counter(contexts[i].name for i in labels)
     out_dir = artifacts / pipe.domain.name / planner / f"seed{seed}"
     bundle = Bundle(

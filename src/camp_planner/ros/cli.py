@@ -48,8 +48,7 @@ def add_parsers(sub: Any) -> None:
         q.add_argument(
             "--config",
             type=Path,
-            default=Path("config/namo-reduced.yaml"),
-            help="NAMO domain configuration the tasks come from",
+            help="NAMO domain configuration the tasks come from (default: the domain's)",
         )
         q.add_argument("--task", type=int, default=0, help="task index")
         q.add_argument("--split", choices=("train", "test"), default="test")
@@ -77,7 +76,8 @@ def _scene_msg(args: argparse.Namespace) -> Any:
     from camp_planner.ros.convert import scene_to_msg
     from camp_planner.workflow import Pipeline
 
-    pipe = Pipeline.create("namo", resolve_path(args.config), Path("artifacts"))
+    config = resolve_path(args.config) if args.config is not None else None
+    pipe = Pipeline.create("namo", config, Path("artifacts"))
     return scene_to_msg(scene_from_task(pipe.task(args.split, args.task)))
 
 

@@ -30,7 +30,7 @@ def select_cost_breakdown(
     bundle = planner.get("selector_bundle") or default_bundle()
     service = CampService(
         domain=planner.get("domain", "namo"),
-        config_path=resolve_path(planner["config_file"]),
+        config_path=resolve_path(config) if (config := planner.get("config_file")) else None,
         bundle_path=resolve_path(bundle) if bundle and bundle != "none" else None,
         artifacts=Path(planner.get("artifacts", "artifacts")),
     )

@@ -38,8 +38,9 @@ class NamoDomain(Domain):
 
     name = "namo"
     # Label caches are keyed by the domain version and the configuration, not by code: bump
-    # this whenever the simulator or the NAMO refiners of the TAMP planner change behaviour.
-    version = "2"
+    # this whenever the simulator, the samples CSI learning draws, or the NAMO refiners of
+    # the TAMP planner change behaviour. 3: CSI samples put the robot only where it stands free.
+    version = "3"
     baselines = ("stilman",)
 
     def default_config(self) -> dict[str, Any]:
@@ -62,7 +63,14 @@ class NamoDomain(Domain):
                 "max_contexts": 51,
                 "seed": 0,
             },
-            "csi": {"k1": 25, "k2": 25, "tasks": 10, "seed": 0, "ignore_exits": True},
+            "csi": {
+                "k1": 25,
+                "k2": 25,
+                "tasks": 10,
+                "seed": 0,
+                "ignore_exits": True,
+                "stratify": True,
+            },
             "camp": {"sink_reward": -1000.0, "attempt_budget_s": None},
             # Regression labels (predict each context's objective, rank by prediction): on
             # the checkpointed scores of a 3-seed eval they picked contexts worth 555 against

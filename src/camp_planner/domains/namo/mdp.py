@@ -37,6 +37,7 @@ NONE = "none"
 OPS = (NONE, "move", "pick", "place")
 REACH_MIN, REACH_MAX, REACH_BEARING = 0.3, 0.75, math.radians(60)
 MOVE_STEP, TURN_STEP = 0.05, 0.1
+FREE_SAMPLE_TRIES = 20  # draws per CSI sample until the robot stands free
 _N_FIXED = 3  # robot_pose, robot_room, held
 
 
@@ -359,7 +360,25 @@ class NamoMDP(FactoredMDP):
     def sample_state_action(self, rng: random.Random) -> tuple[State, Action]:
         """Every sample is built around one box B (with the robot facing it): pick B, drive
         across B, or drive across B carrying another box. A small budget then sees each
-        kind of interaction, in every room that has boxes."""
+        kind of interaction, in every room that has boxes.
+
+        The robot (with what it carries) must stand free. From a pose inside a wall or a
+        box a move goes nowhere, whatever the other boxes do, so such a sample tells CSI
+        learning nothing. Near walls and in cluttered rooms that was a third of the
+        samples or more. In worlds with 80 % of the slots filled, the boxes of the start
+        room then went undetected for 3 of 5 room contexts, and their CAMPs drove
+        through them."""
+        sample = self._sample_at_box(rng)
+        for _ in range(FREE_SAMPLE_TRIES - 1):
+            state = sample[0]
+            pose = state[0]
+            assert isinstance(pose, tuple)
+            if self._sync(state).is_free(pose):
+                break
+            sample = self._sample_at_box(rng)
+        return sample
+
+    def _sample_at_box(self, rng: random.Random) -> tuple[State, Action]:
         state = self.sample_state(rng)
         present = [(n, v) for n, i in _SLOT_INDEX.items() if isinstance(v := state[i], tuple)]
         if not present:
