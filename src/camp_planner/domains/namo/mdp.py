@@ -366,8 +366,8 @@ class NamoMDP(FactoredMDP):
         box a move goes nowhere, whatever the other boxes do, so such a sample tells CSI
         learning nothing. Near walls and in cluttered rooms that was a third of the
         samples or more. In worlds with 80 % of the slots filled, the boxes of the start
-        room then went undetected for 3 of 5 room contexts, and their CAMPs drove
-        through them."""
+        room then went undetected for 32 of 50 room contexts (together with too few samples
+        per room: ``csi.stratify``), and their CAMPs drove through them."""
         sample = self._sample_at_box(rng)
         for _ in range(FREE_SAMPLE_TRIES - 1):
             state = sample[0]
