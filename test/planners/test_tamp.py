@@ -361,13 +361,83 @@ def test_boxes_met_along_one_way_are_cleared_in_the_order_met() -> None:
     iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings={})
     way = ["box_r1_0", "box_r4_1", "box_r3_0"]  # the order the way to the goal meets them
     iface.learn([f"(blocks {b} goal)" for b in way])
-    assert iface.blocks["goal"] == set(way)
-    assert iface.blocks["near_box_r4_1"] == {"box_r1_0"}
-    assert iface.blocks["near_box_r3_0"] == {"box_r1_0", "box_r4_1"}
-    assert "near_box_r1_0" not in iface.blocks
+    assert iface.blocks == {"goal": set(way)}  # observed
+    assert iface.after["near_box_r4_1"] == {"box_r1_0"}  # inferred from the order met
+    assert iface.after["near_box_r3_0"] == {"box_r1_0", "box_r4_1"}
+    assert "near_box_r1_0" not in iface.after
     plan = FDRunner().solve(*iface.pddl(), Deadline(60.0))
     picks = [line.strip("()").split()[1] for line in plan if line.startswith("(pick")]
     assert picks == way
+    iface.close()
+    mdp.close()
+
+
+def test_an_inferred_order_is_forgotten_before_what_was_observed() -> None:
+    # The way to the goal meets box_r1_0 before box_r4_1, which orders box_r1_0 first; then
+    # the way to box_r1_0 is found blocked by box_r4_1. The observed obstruction contradicts
+    # the inferred order, and forgetting both rediscovered the same pair (a cycle until
+    # max_replans, on NAMO test task 3 of eval seed 0).
+    from camp_planner.core.planner import Unsolvable
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+    from camp_planner.planners.fast_downward import FDRunner
+
+    mdp = NamoMDP.from_task(CHAIN)
+    iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings={})
+    iface.learn(["(blocks box_r1_0 goal)", "(blocks box_r4_1 goal)"])
+    iface.learn(["(blocks box_r4_1 near_box_r1_0)"])
+    with pytest.raises(Unsolvable):
+        FDRunner().solve(*iface.pddl(), Deadline(60.0))
+    assert iface.forget()  # drops the inferred order only
+    assert iface.after == {}
+    assert iface.blocks == {"goal": {"box_r1_0", "box_r4_1"}, "near_box_r1_0": {"box_r4_1"}}
+    plan = FDRunner().solve(*iface.pddl(), Deadline(60.0))
+    picks = [line.strip("()").split()[1] for line in plan if line.startswith("(pick")]
+    assert picks == ["box_r4_1", "box_r1_0"]
+    assert iface.forget()  # now the observed facts go too
+    assert iface.blocks == {} and not iface.forget()
+    iface.close()
+    mdp.close()
+
+
+def _box_along_a_wall() -> NamoTask:
+    """CHAIN with its doorway box put down 2 cm off the wall between rooms 1 and 4 (its
+    face at y = 2.95; the box is 0.3 m wide), as a placement may leave it."""
+    boxes = tuple(
+        Box(b.name, b.room, 4.5, 2.78) if b.name == "box_r1_0" else b for b in CHAIN.boxes
+    )
+    return NamoTask(0, 0, CHAIN.doors, boxes, (4.5, 1.5, math.pi / 2), CHAIN.goal)
+
+
+def test_every_pose_offered_for_picking_a_box_picks_it_in_the_simulator() -> None:
+    # Reach and inverse kinematics alone let poses through from which the box, held ahead
+    # of the base at the base's heading, swings into the wall beside it: a plan that went
+    # there failed at the pick and the whole planning call with it.
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    mdp = NamoMDP.from_task(_box_along_a_wall())
+    iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings={})
+    poses = iface._targets("near_box_r1_0")
+    assert poses
+    start = mdp.initial_state()
+    for pose in poses:
+        here = (pose, 1, *start[2:])
+        assert mdp.step(here, ("pick", None, "box_r1_0"))[2] == "box_r1_0", pose
+    # The square pose straight below the box, at the holding distance, is among them.
+    assert any(abs(p[2] - math.pi / 2) < 1e-9 and abs(p[0] - 4.5) < 1e-9 for p in poses)
+    iface.close()
+    mdp.close()
+
+
+def test_a_failed_pick_sends_the_next_plan_back_to_a_new_approach() -> None:
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    mdp = NamoMDP.from_task(_box_along_a_wall())
+    iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings={})
+    iface.near.add("box_r1_0")
+    iface.at = "near_box_r1_0"  # but the robot stands 1.2 m away: the pick must fail
+    outcome = iface.refine(("pick", "box_r1_0", "near_box_r1_0"), Deadline(60.0))
+    assert not outcome.ok and not outcome.facts
+    assert iface.at == "here"
     iface.close()
     mdp.close()
 

@@ -41,6 +41,7 @@ from camp_planner.domains.namo.mdp import HELD, NONE, SLOT_NAMES, NamoMDP, in_re
 from camp_planner.domains.namo.world import NamoTask, Pose2D
 from camp_planner.motion.ompl_se2 import MotionResult, plan_base_path
 from camp_planner.planners.tamp import Refinement
+from camp_planner.sim.namo_scene import HOLD_AHEAD
 
 _SLOTS = set(SLOT_NAMES)
 TARGET_SAMPLES = 6
@@ -106,6 +107,9 @@ class NamoTampInterface:
         self.at = "here"
         self.moved: set[str] = set()
         self.blocks: dict[str, set[str]] = {}  # location -> boxes blocking the way there
+        # near_<b> -> boxes met before b on a way found blocked: an inferred order of clearing,
+        # not an observed obstruction (see ``learn`` and ``forget``).
+        self.after: dict[str, set[str]] = {}
         self.near: set[str] = set()  # boxes that have a near_<box> location
         self.placements: dict[str, int] = {}  # how often each box was put down this call
         self._corridor: list[Pose2D] | None = None
@@ -132,7 +136,8 @@ class NamoTampInterface:
         locations = ["here", "goal", *(f"near_{b}" for b in sorted(self.near))]
         moves = []
         for loc in locations[1:]:
-            needs = " ".join(f"(moved {b})" for b in sorted(self.blocks.get(loc, ())))
+            required = self.blocks.get(loc, set()) | self.after.get(loc, set())
+            needs = " ".join(f"(moved {b})" for b in sorted(required))
             moves.append(
                 f"  (:action move_to_{loc}\n    :parameters (?from - loc)\n"
                 f"    :precondition (and (at ?from) (handempty) {needs})\n"
@@ -166,7 +171,9 @@ class NamoTampInterface:
         """Add ``(blocks b l)`` facts, given in the order the way to ``l`` meets the boxes.
 
         The way reaches each box past the ones before it, so those also block the way to
-        it: ``(blocks a near_b)`` for every ``a`` met before ``b``. Without these precedences
+        it: ``a`` must be moved before ``near_b`` is entered, for every ``a`` met before
+        ``b``. These orders are inferred, not observed, and kept apart in ``after`` so that
+        ``forget`` can drop them alone. Without these precedences
         the task planner may clear the boxes in any order, and the way to a far one, planned
         from the start, crosses other boxes (whose ways cross the first ones): the learnt
         facts then form a cycle, the problem is unsolvable, and since forgetting them and
@@ -178,7 +185,7 @@ class NamoTampInterface:
             if parts[0] == "blocks":
                 box, loc = parts[1], parts[2]
                 for earlier in met.setdefault(loc, []):
-                    self.blocks.setdefault(f"near_{box}", set()).add(earlier)
+                    self.after.setdefault(f"near_{box}", set()).add(earlier)
                 met[loc].append(box)
                 self.blocks.setdefault(loc, set()).add(box)
                 self.near.add(box)
@@ -186,6 +193,16 @@ class NamoTampInterface:
                 self.moved.discard(box)
 
     def forget(self) -> bool:
+        """Called when the learnt facts make the task unsolvable: first drop only the
+        inferred orders of clearing, then (if there are none) every learnt fact.
+
+        An inferred order can contradict an observed obstruction: the way to the goal meets
+        A before B, but the only pose that picks A stands where B is. Forgetting everything
+        then rediscovered the same pair and the same cycle until ``max_replans`` (NAMO test
+        task 3 of eval seed 0, planner seed 1: 22 s, no plan)."""
+        if self.after:
+            self.after.clear()
+            return True
         if not self.blocks:
             return False
         self.blocks.clear()
@@ -540,9 +557,18 @@ class NamoTampInterface:
             cx, cy = float(value[0]), float(value[1])
             dists = (0.46, 0.56)
             box_top = self.task.settings.box_size[2] + 0.02
-        for _ in range(TARGET_SAMPLES * 20):
-            heading = self.rng.uniform(-math.pi, math.pi)
-            d = self.rng.uniform(*dists)
+        # Square to the box and at the distance the arm holds it: picking it there lifts it
+        # in place, without swinging it into a wall or a neighbour beside it (the slots along
+        # walls leave 5 cm). Then random headings and distances.
+        square = [(HOLD_AHEAD, k * math.pi / 2) for k in range(-1, 3)]
+        if box_top is None:
+            square = []
+        self.rng.shuffle(square)
+        random_draws = [
+            (self.rng.uniform(*dists), self.rng.uniform(-math.pi, math.pi))
+            for _ in range(TARGET_SAMPLES * 20)
+        ]
+        for d, heading in square + random_draws:
             pose = (cx - d * math.cos(heading), cy - d * math.sin(heading), heading)
             if not self._allowed_at(pose[0], pose[1]) or scene.collisions(pose, PLAN_MARGIN):
                 continue
@@ -550,6 +576,9 @@ class NamoTampInterface:
                 continue
             if box_top is not None and not scene.arm_reaches(cx, cy, box_top):
                 continue
+            if box_top is not None and not self._pick_works(pose, loc[len("near_") :]):
+                continue
+            scene = self._scene()
             out.append(pose)
             if len(out) >= TARGET_SAMPLES:
                 break
@@ -689,10 +718,27 @@ class NamoTampInterface:
             for d in (0.46, 0.5, 0.54):
                 pose = (bx - d * ux, by - d * uy, math.atan2(uy, ux))
                 hits = scene.collisions(pose, PLAN_MARGIN)
-                if not hits and scene.arm_reaches(bx, by, top):
+                if not hits and scene.arm_reaches(bx, by, top) and self._pick_works(pose, box):
                     return pose, set()
+                scene = self._scene()
                 crowding |= (hits & _SLOTS) - {box}
         return None, crowding
+
+    def _pick_works(self, pose: Pose2D, box: str) -> bool:
+        """Whether the simulator lets the robot, standing at ``pose`` with empty hands, pick
+        ``box``. Reach and inverse kinematics are not enough: the picked box is held ahead of
+        the base at the base's heading, so a box put down beside a wall, picked at a slant,
+        swings into the wall and the pick fails. An approach pose that passed only the
+        reach test then ended the whole planning call (NAMO test task 8 of eval seed 1,
+        planner seed 2: 5.7 s, no plan)."""
+        if self.state[2] != NONE:
+            return False
+        rounded = (round(pose[0], 4), round(pose[1], 4), round(pose[2], 4))
+        here = (rounded, self.task.room_of(rounded[0], rounded[1]), *self.state[2:])
+        t0 = time.perf_counter()
+        picked = self.mdp.step(here, ("pick", None, box))
+        self._timed("grasp_place", t0)
+        return picked[2] == box
 
     def _first_hit(self, path: list[Pose2D], box: str) -> int:
         scene = self._scene()
@@ -740,6 +786,9 @@ class NamoTampInterface:
         nxt = self.mdp.step(self.state, ("pick", None, box))
         self._timed("grasp_place", t0)
         if nxt[2] != box:
+            # Picking is deterministic: retrying from the same pose fails the same way, so
+            # the next symbolic plan must come here again, from a newly sampled pose.
+            self.at = "here"
             return Refinement(False, reason=f"cannot pick {box} from here")
         self.state = nxt
         return Refinement(True, [("pick", None, box)], [nxt])
