@@ -49,7 +49,7 @@ class CSIStore:
         key = json.dumps(
             {
                 "domain": domain.name,
-                "version": domain.version,
+                "version": domain.csi_version or domain.version,
                 "algorithm": CSI_ALGORITHM_VERSION,
                 "csi": config["csi"],
                 "world": config.get("world"),
@@ -81,7 +81,7 @@ class CSIStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = {
             "domain": self.domain.name,
-            "version": self.domain.version,
+            "version": self.domain.csi_version or self.domain.version,
             "csi": self.csi.to_json(),
             "contexts": [r.to_json() for r in self._results.values()],
         }

@@ -72,3 +72,15 @@ def test_learned_csis_keep_the_boxes_of_every_allowed_room_in_a_cluttered_world(
     relevant = pipe.relevant(mdp, ctx)
     rooms = {int(v.split("_")[1][1:]) for v in relevant if v.startswith("box_")}
     assert set(allowed) - {8} <= rooms
+
+
+def test_learned_csis_are_keyed_by_the_csi_version_not_the_planners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A change to the TAMP refiners bumps the domain version (planning results change) but
+    # not the CSIs, which the transition model alone determines.
+    path = Pipeline.from_config("namo", D.default_config(), tmp_path).store.path
+    monkeypatch.setattr(type(D), "version", "planner-changed")
+    assert Pipeline.from_config("namo", D.default_config(), tmp_path).store.path == path
+    monkeypatch.setattr(type(D), "csi_version", "model-changed")
+    assert Pipeline.from_config("namo", D.default_config(), tmp_path).store.path != path

@@ -54,7 +54,11 @@ class Domain(ABC):
     """A task distribution with a shared factored variable layout."""
 
     name: str = "domain"
+    # Keys every cache of planning results (labels, evaluations) and selector bundles.
     version: str = "0"
+    # Keys the learned CSIs, which depend on the transition model and its samples only: a
+    # change to a planner alone bumps ``version`` and keeps them. None: the same as version.
+    csi_version: str | None = None
     # Domain-specific baseline methods `camp eval` runs by default (e.g. "stilman").
     baselines: tuple[str, ...] = ()
 
