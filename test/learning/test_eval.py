@@ -108,3 +108,17 @@ def test_the_oracle_rerun_plans_the_oracles_context_with_fresh_randomness() -> N
     assert calls == [(best, 2 + RERUN_SEED_OFFSET)]
     assert score.context_id == "b"
     assert score.objective == 4.0
+
+
+def test_a_new_domain_version_never_reuses_an_old_evals_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from camp_planner.learning.evaluate import seed_cache
+    from camp_planner.workflow import Pipeline
+
+    pipe = Pipeline.create("gridworld", None, tmp_path)
+    path = seed_cache(pipe, tmp_path, "bfs_replan", ["camp", "pure"], 0)
+    assert path == seed_cache(pipe, tmp_path, "bfs_replan", ["camp", "pure"], 0)
+    assert path != seed_cache(pipe, tmp_path, "bfs_replan", ["camp", "pure"], 1)
+    monkeypatch.setattr(type(pipe.domain), "version", "changed planners")
+    assert path != seed_cache(pipe, tmp_path, "bfs_replan", ["camp", "pure"], 0)

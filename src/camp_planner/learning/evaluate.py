@@ -51,6 +51,28 @@ def seed_pipeline(base: Pipeline, artifacts: Path, seed: int) -> Pipeline:
     return Pipeline.from_config(base.domain.name, config, artifacts)
 
 
+def seed_cache(
+    pipe: Pipeline, artifacts: Path, planner: str, methods: Sequence[str], seed: int
+) -> Path:
+    """Where run ``seed``'s scores are cached: keyed by everything that decides them."""
+    # The domain version too: a change to the domain's planners leaves the configuration as
+    # it was, and without it an eval after NAMO version 4 returned version 3's scores.
+    key = json.dumps(
+        {
+            "domain": pipe.domain.name,
+            "version": pipe.domain.version,
+            "config": pipe.config,
+            "planner": planner,
+            "methods": list(methods),
+            "seed": seed,
+        },
+        sort_keys=True,
+        default=str,
+    )
+    out_dir = artifacts / pipe.domain.name / planner / f"seed{seed}"
+    return out_dir / f"eval-{hashlib.sha1(key.encode()).hexdigest()[:10]}.json"
+
+
 def run_seed(
     base: Pipeline,
     artifacts: Path,
@@ -62,13 +84,8 @@ def run_seed(
 ) -> dict[str, list[Score]]:
     """Every method's scores on the test tasks of run ``seed`` (cached per configuration)."""
     pipe = seed_pipeline(base, artifacts, seed)
-    key = json.dumps(
-        {"config": pipe.config, "planner": planner, "methods": list(methods), "seed": seed},
-        sort_keys=True,
-        default=str,
-    )
-    out_dir = artifacts / pipe.domain.name / planner / f"seed{seed}"
-    cache = out_dir / f"eval-{hashlib.sha1(key.encode()).hexdigest()[:10]}.json"
+    cache = seed_cache(pipe, artifacts, planner, methods, seed)
+    out_dir = cache.parent
     if cache.exists():
         data = json.loads(cache.read_text())
         return {m: [Score.from_json(s) for s in rows] for m, rows in data.items()}

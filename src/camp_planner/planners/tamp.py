@@ -65,9 +65,11 @@ class TampInterface(Protocol):
         """Add facts (e.g. ``(blocks box_r3_1 goal)``) to the symbolic state."""
 
     def forget(self) -> bool:
-        """Drop every learnt fact, keeping the geometric state reached so far; False if
-        there was nothing to drop. Called when the learnt facts made the symbolic problem
-        unsolvable: each fact is true of one sampled path, not of every way."""
+        """Drop learnt facts, keeping the geometric state reached so far; False if there
+        was nothing to drop. Called when the learnt facts made the symbolic problem
+        unsolvable: each fact is true of one sampled path, not of every way. An interface
+        may drop its weakest facts first (NAMO: inferred orders of clearing, before the
+        obstructions it observed) and the rest on the next call."""
 
     def at_goal(self) -> bool:
         """Whether the current state achieves the task."""
