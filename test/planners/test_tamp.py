@@ -428,6 +428,36 @@ def test_every_pose_offered_for_picking_a_box_picks_it_in_the_simulator() -> Non
     mdp.close()
 
 
+def test_the_interfaces_pick_test_agrees_with_the_simulated_pick() -> None:
+    # _pick_works repeats the pick's last test without stepping the MDP (no resync of the
+    # scene after it): it must accept exactly the poses from which the MDP's pick works.
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    mdp = NamoMDP.from_task(_box_along_a_wall())
+    start = mdp.initial_state()
+    iface = NamoTampInterface(mdp, start, None, seed=0, settings={})
+    rng = random.Random(3)
+    verdicts = []
+    for _ in range(300):
+        d, bearing = rng.uniform(0.4, 0.65), rng.uniform(-math.pi, 0.0)
+        pose = (
+            round(4.5 + d * math.cos(bearing), 4),
+            round(2.78 + d * math.sin(bearing), 4),
+            round(bearing + math.pi + rng.uniform(-0.8, 0.8), 4),
+        )
+        scene = iface._scene()
+        if scene.collisions(pose) or not scene.arm_reaches(4.5, 2.78, 0.72):
+            continue
+        works = iface._pick_works(pose, "box_r1_0")
+        picked = mdp.step((pose, 1, *start[2:]), ("pick", None, "box_r1_0"))
+        assert works == (picked[2] == "box_r1_0"), pose
+        verdicts.append(works)
+    # Both kinds of pose were met: some picks swing the box into the wall.
+    assert True in verdicts and False in verdicts
+    iface.close()
+    mdp.close()
+
+
 def test_a_failed_pick_sends_the_next_plan_back_to_a_new_approach() -> None:
     from camp_planner.domains.namo.tamp import NamoTampInterface
 

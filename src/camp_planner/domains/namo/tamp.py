@@ -578,7 +578,6 @@ class NamoTampInterface:
                 continue
             if box_top is not None and not self._pick_works(pose, loc[len("near_") :]):
                 continue
-            scene = self._scene()
             out.append(pose)
             if len(out) >= TARGET_SAMPLES:
                 break
@@ -720,7 +719,6 @@ class NamoTampInterface:
                 hits = scene.collisions(pose, PLAN_MARGIN)
                 if not hits and scene.arm_reaches(bx, by, top) and self._pick_works(pose, box):
                     return pose, set()
-                scene = self._scene()
                 crowding |= (hits & _SLOTS) - {box}
         return None, crowding
 
@@ -730,15 +728,27 @@ class NamoTampInterface:
         the base at the base's heading, so a box put down beside a wall, picked at a slant,
         swings into the wall and the pick fails. An approach pose that passed only the
         reach test then ended the whole planning call (NAMO test task 8 of eval seed 1,
-        planner seed 2: 5.7 s, no plan)."""
-        if self.state[2] != NONE:
+        planner seed 2: 5.7 s, no plan).
+
+        The callers have checked reach and inverse kinematics at ``pose``; this adds the
+        last test ``NamoMDP``'s pick makes, the grasped box clear of everything, at the pose
+        as the executed action rounds it, and puts the box back as the state has it."""
+        value = self._value(box)
+        if self.state[2] != NONE or not isinstance(value, tuple):
             return False
         rounded = (round(pose[0], 4), round(pose[1], 4), round(pose[2], 4))
-        here = (rounded, self.task.room_of(rounded[0], rounded[1]), *self.state[2:])
+        bx, by = float(value[0]), float(value[1])
+        if self.task.reached(rounded[0], rounded[1]) or not in_reach(rounded, bx, by):
+            return False  # the episode would end there (a terminal state picks nothing)
         t0 = time.perf_counter()
-        picked = self.mdp.step(here, ("pick", None, box))
+        scene = self._scene()
+        scene.set_base(rounded)
+        scene.grasp(box)
+        blocked = scene.collisions()
+        scene.let_go()
+        scene.place_box(box, bx, by)
         self._timed("grasp_place", t0)
-        return picked[2] == box
+        return not blocked
 
     def _first_hit(self, path: list[Pose2D], box: str) -> int:
         scene = self._scene()
