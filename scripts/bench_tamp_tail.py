@@ -7,7 +7,8 @@ context) on the test tasks of ``--eval-seeds`` task draws (the draws `camp eval`
 its seeds 0, 1, ...), ``--repeats`` times each with planner seeds 0, 1, ..., and prints
 every run that failed or took more than twice the median, with the planner's own account of
 it (the reason it gave up; for TAMP the times it forgot learnt facts, ``restarts``, and
-resampled, and its replans), then the median, mean,
+resampled, the attempts it abandoned at a ``restart_s`` cutoff, ``cutoffs``, and its
+replans), then the median, mean,
 90th percentile and maximum time and the failure rate.
 
     .venv/bin/python scripts/bench_tamp_tail.py [--eval-seeds 3] [--tasks 10] [--repeats 3]
@@ -123,7 +124,9 @@ def _one(
     finally:
         mdp.close()  # type: ignore[attr-defined]
     # The counters outlive a failed call; last_stats is written only when a plan was found.
-    stats = {k: getattr(solver, k) for k in ("restarts", "resamples") if hasattr(solver, k)}
+    stats = {
+        k: getattr(solver, k) for k in ("restarts", "resamples", "cutoffs") if hasattr(solver, k)
+    }
     if "replans" in (getattr(solver, "last_stats", None) or {}):
         stats["replans"] = solver.last_stats["replans"]  # type: ignore[attr-defined]
     return {

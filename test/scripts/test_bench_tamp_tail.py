@@ -51,5 +51,5 @@ def test_a_small_run_reports_each_run_and_the_spread(
     assert data["summary"]["median_s"] <= data["summary"]["max_s"]
     for row in data["rows"]:
         assert row["success"] == (row["outcome"] == "goal")
-        assert {"restarts", "resamples"} <= set(row["stats"])
+        assert {"restarts", "resamples", "cutoffs"} <= set(row["stats"])
     assert "tamp on 2 runs" in capsys.readouterr().out
