@@ -125,7 +125,9 @@ def _one(
         mdp.close()  # type: ignore[attr-defined]
     # The counters outlive a failed call; last_stats is written only when a plan was found.
     stats = {
-        k: getattr(solver, k) for k in ("restarts", "resamples", "cutoffs") if hasattr(solver, k)
+        k: getattr(solver, k)
+        for k in ("restarts", "resamples", "cutoffs", "stucks")
+        if hasattr(solver, k)
     }
     if "replans" in (getattr(solver, "last_stats", None) or {}):
         stats["replans"] = solver.last_stats["replans"]  # type: ignore[attr-defined]

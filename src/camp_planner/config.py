@@ -56,10 +56,14 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any], path: str, prefix: str
         if isinstance(current, dict):
             if not isinstance(value, Mapping):
                 raise CampError(f"setting '{dotted}' in {path} must be a mapping")
-            # Planner settings are open-ended (each planner validates its own keys).
-            if dotted.startswith("planners.") or dotted == "planners":
+            # Planner settings are open-ended (each planner validates its own keys), and a
+            # file naming one setting of a planner keeps the domain's others for it.
+            if dotted == "planners":
                 merged = copy.deepcopy(current)
-                merged.update(value)
+                for name, settings in value.items():
+                    if not isinstance(settings, Mapping):
+                        raise CampError(f"setting 'planners.{name}' in {path} must be a mapping")
+                    merged[name] = {**merged.get(name, {}), **settings}
                 out[key] = merged
             else:
                 out[key] = _merge(current, value, path, f"{dotted}.")

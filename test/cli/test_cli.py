@@ -103,6 +103,23 @@ def test_bad_config_files(text: str, message: str, tmp_path: Path) -> None:
     assert res.returncode == 2 and message in res.stderr and "Traceback" not in res.stderr
 
 
+def test_a_planner_setting_in_a_file_keeps_the_domains_other_settings(tmp_path: Path) -> None:
+    from camp_planner.config import load_config
+    from camp_planner.core.errors import CampError
+    from camp_planner.domains import get_domain
+
+    domain = get_domain("namo")
+    defaults = domain.default_config()["planners"]
+    cfg = tmp_path / "one.yaml"
+    cfg.write_text("planners: {tamp: {restart_s: null}, mcts: {iterations: 5}}\n")
+    planners = load_config(domain, cfg)["planners"]
+    assert planners["tamp"] == {**defaults["tamp"], "restart_s": None}
+    assert planners["stilman"] == defaults["stilman"] and planners["mcts"] == {"iterations": 5}
+    cfg.write_text("planners: {tamp: 3}\n")
+    with pytest.raises(CampError, match=r"planners\.tamp"):
+        load_config(domain, cfg)
+
+
 def test_corrupt_csi_cache_is_a_clear_error(tmp_path: Path) -> None:
     assert _camp("csi", "--context", "1", cwd=tmp_path).returncode == 0
     cache = next((tmp_path / "artifacts" / "csi").glob("*.json"))

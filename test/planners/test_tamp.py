@@ -13,7 +13,7 @@ from camp_planner.core.planner import Deadline, NoPlanFound, PlanningError, Plan
 from camp_planner.domains.namo.mdp import NONE, SLOT_NAMES, NamoMDP
 from camp_planner.domains.namo.world import Box, Door, NamoTask
 from camp_planner.planners.stilman import Stilman
-from camp_planner.planners.tamp import TAMP, Refinement
+from camp_planner.planners.tamp import TAMP, Refinement, Stuck
 
 pytestmark = [pytest.mark.pybullet, pytest.mark.fast_downward, pytest.mark.slow]
 
@@ -621,6 +621,69 @@ def test_an_attempt_that_fails_is_not_restarted() -> None:
     with pytest.raises(NoPlanFound):
         TAMP(restart_s=10.0).prepare(mdp, Deadline(100, clock))
     assert mdp.seeds == [0]  # a CAMP that cannot work still fails fast
+
+
+class _LoopingInterface(_ScriptedInterface):
+    """Its one step always fails naming an obstruction; the learnt fact makes the problem
+    unsolvable, forgetting it makes it solvable again: the loop of NAMO's trap (boxes put
+    down around the robot, each way out blocked by the same two)."""
+
+    def __init__(self) -> None:
+        super().__init__(unsolvable=False, flaky=0)
+        self.refinements = 0
+
+    def refine(self, step: tuple[str, ...], deadline: Deadline) -> Refinement:
+        self.refinements += 1
+        return Refinement(False, facts=["(blocks a b)"], reason="a blocks the way")
+
+    def learn(self, facts: list[str]) -> None:
+        self.unsolvable = True
+
+
+class _LoopingMDP(GridMDP):
+    """Hands out a looping interface for the seeds in ``looping``, a working one otherwise."""
+
+    def __init__(self, looping: set[int]) -> None:
+        super().__init__(("S.G",))
+        self.looping = looping
+        self.seeds: list[int] = []
+        self.interfaces: list[_ScriptedInterface] = []
+
+    def tamp_interface(self, state: State, camp: object, seed: int, settings: object) -> object:
+        self.seeds.append(seed)
+        interface = (
+            _LoopingInterface()
+            if seed in self.looping
+            else _ScriptedInterface(unsolvable=False, flaky=0)
+        )
+        self.interfaces.append(interface)
+        return interface
+
+
+def test_an_attempt_going_round_in_a_loop_is_cut_short() -> None:
+    mdp = _LoopingMDP(looping={0})
+    with pytest.raises(Stuck, match="loop"):
+        TAMP(seed=0, stuck_restarts=0, max_replans=30).prepare(mdp, Deadline(60))
+    # Caught the third time the same unsolvable problem came back from the same state, not
+    # after max_replans: a two-step forget legitimately meets the same dead end twice.
+    first = mdp.interfaces[0]
+    assert isinstance(first, _LoopingInterface) and first.refinements == 3
+    assert mdp.seeds == [0]
+
+
+def test_an_attempt_going_round_in_a_loop_starts_over_with_fresh_samples() -> None:
+    mdp = _LoopingMDP(looping={0})
+    planner = TAMP(seed=0)  # stuck_restarts defaults to 2, with or without restart_s
+    planner.prepare(mdp, Deadline(60))
+    assert planner.last_stats["stuck"] == 1 and mdp.seeds[0] == 0 and len(mdp.seeds) == 2
+    assert planner.cutoffs == 0
+    # Every attempt loops: the call ends after stuck_restarts fresh starts.
+    always = _LoopingMDP(looping={0 + 104_729 * k for k in range(10)})
+    with pytest.raises(Stuck):
+        TAMP(seed=0, stuck_restarts=2).prepare(always, Deadline(60))
+    assert len(always.seeds) == 3
+    with pytest.raises(ValueError, match="stuck_restarts"):
+        TAMP(stuck_restarts=-1)
 
 
 @pytest.mark.parametrize(

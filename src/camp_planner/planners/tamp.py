@@ -19,6 +19,7 @@ motion planning) in :attr:`Planner.stage_times`; every call honours its :class:`
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,6 +34,12 @@ from camp_planner.core.planner import (
     Unsolvable,
 )
 from camp_planner.planners.fast_downward import FDRunner
+
+
+class Stuck(NoPlanFound):
+    """An attempt went round in a loop: after forgetting everything, the interface relearnt
+    the same facts and reached the same unsolvable symbolic problem from the same state. Going on
+    would only repeat it until ``max_replans``; starting over with fresh samples may not."""
 
 
 @dataclass
@@ -112,8 +119,13 @@ class InterfacePlanner(Planner):
         guide: str = "doors",
         restart_s: float | None = None,
         restart_growth: float = 2.0,
+        stuck_restarts: int = 0,
     ) -> None:
         super().__init__(seed)
+        if stuck_restarts < 0:
+            raise ValueError(f"stuck_restarts must be non-negative, got {stuck_restarts}")
+        self.stuck_restarts = int(stuck_restarts)
+        self.stucks = 0  # attempts that ended in a loop (see Stuck) in the last planning call
         if not motion_timeout_s > 0:
             raise ValueError(f"motion_timeout_s must be positive, got {motion_timeout_s}")
         if restart_s is not None and not restart_s > 0:
@@ -161,24 +173,32 @@ class InterfacePlanner(Planner):
         tail for which restarting randomised search is the standard cure (Gomes, Selman
         and Kautz, AAAI 1998). A geometric schedule bounds what a task that truly needs a
         long run loses. Attempts that fail (no plan, unsolvable) are not restarted: they
-        end the call, so a CAMP whose context cannot work still fails fast."""
+        end the call, so a CAMP whose context cannot work still fails fast. The exception
+        is an attempt caught in a loop (:class:`Stuck`): it starts over at once, whatever
+        ``restart_s``, up to ``stuck_restarts`` times per call."""
         cutoff = self.restart_s
         attempt = 0
         self.cutoffs = 0
+        self.stucks = 0
         while True:
             # Attempt 0 keeps the planner's seed: without a cutoff nothing changes.
             self._attempt_seed = self.seed + 104_729 * attempt
-            if cutoff is None or deadline.remaining <= cutoff:
-                self._solve(state, deadline)
-                return
+            last = cutoff is None or deadline.remaining <= cutoff
             try:
-                self._solve(state, Deadline(cutoff, deadline.clock))
+                self._solve(state, deadline if last else Deadline(cutoff, deadline.clock))
                 return
             except PlanningTimeout:
+                if last or cutoff is None:  # (cutoff is None implies last; for mypy)
+                    raise
                 deadline.check()
                 self.cutoffs += 1
-                attempt += 1
                 cutoff *= self.restart_growth
+            except Stuck:
+                if self.stucks >= self.stuck_restarts:
+                    raise
+                deadline.check()
+                self.stucks += 1
+            attempt += 1
 
     def _solve(self, state: State, deadline: Deadline) -> None:
         raise NotImplementedError
@@ -223,6 +243,9 @@ class TAMP(InterfacePlanner):
         restart_s: cutoff (seconds) of the first attempt of a planning call, after which
             planning starts over with fresh samples; null (the default) never restarts.
         restart_growth: each further attempt's cutoff is the last one's times this.
+        stuck_restarts: how many times a call starts over with fresh samples when an
+            attempt goes round in a loop (the same unsolvable symbolic problem from the same
+            state, after forgetting: see :class:`Stuck`); 0 ends the call there instead.
     """
 
     name = "tamp"
@@ -241,6 +264,7 @@ class TAMP(InterfacePlanner):
         guide: str = "doors",
         restart_s: float | None = None,
         restart_growth: float = 2.0,
+        stuck_restarts: int = 2,
     ) -> None:
         super().__init__(
             seed,
@@ -251,6 +275,7 @@ class TAMP(InterfacePlanner):
             guide,
             restart_s,
             restart_growth,
+            stuck_restarts,
         )
         if max_replans < 0:
             raise ValueError(f"max_replans must be non-negative, got {max_replans}")
@@ -300,6 +325,9 @@ class TAMP(InterfacePlanner):
         states: list[State] = [full]
         replans = 0
         symbolic_steps = 0
+        # How often Fast Downward proved each (symbolic problem, state) unsolvable in this
+        # attempt.
+        dead_ends: Counter[tuple[str, str]] = Counter()
         try:
             while True:
                 deadline.check()
@@ -313,6 +341,19 @@ class TAMP(InterfacePlanner):
                     # the way to A). Forget them and rediscover from the state reached: the
                     # boxes already moved stay moved.
                     replans += 1
+                    dead_end = (problem, repr(states[-1]))
+                    dead_ends[dead_end] += 1
+                    if dead_ends[dead_end] > 2:
+                        # Once back is how a two-step forget works (NAMO drops its inferred
+                        # orders, relearns them with the same obstructions, then drops
+                        # everything), and tasks solved that way do recur once. A third
+                        # time, forgetting everything led back here too (NAMO: the robot has
+                        # put boxes down around itself and every way out names the same two
+                        # boxes as blocking each other): it would go round until max_replans.
+                        raise Stuck(
+                            f"went round in a loop after {replans} replans: the same "
+                            "obstructions were relearnt from the same state"
+                        ) from None
                     if not interface.forget() or replans > self.max_replans:
                         raise
                     self.restarts += 1
@@ -361,6 +402,7 @@ class TAMP(InterfacePlanner):
             "restarts": self.restarts,
             "resamples": self.resamples,
             "cutoffs": self.cutoffs,
+            "stuck": self.stucks,
             "collision_checks": int(getattr(interface, "checks", 0)),
         }
         if not self._plan:
