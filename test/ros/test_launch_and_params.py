@@ -63,6 +63,7 @@ def test_bringup_once_runs_the_composed_system_to_the_goal(
             p["selector_bundle"] = str(bundle)
             p["artifacts"] = str(tmp_path / "artifacts")
     params["namo_sim"]["ros__parameters"]["render_dir"] = str(tmp_path / "renders")
+    params["namo_sim"]["ros__parameters"]["split"] = "test"  # the tiny config has 2 train tasks
     path = tmp_path / "namo.yaml"
     path.write_text(yaml.safe_dump(params))
     assert (
