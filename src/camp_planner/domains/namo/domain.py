@@ -94,8 +94,9 @@ class NamoDomain(Domain):
             # here, not only as the planners' default, so label scores planned without the
             # guide are not reused: checkpoints are keyed by the configuration.
             # TAMP restarts an attempt still running after 2 s (then 4, 8, ...) with fresh
-            # samples: on the eval's 90 tail runs, run back to back twice against none, no
-            # run failed (1-2 did without) and the mean fell 0.1-0.2 s (docs/results.md).
+            # samples: on the eval's 90 tail runs, in three back-to-back pairs against none,
+            # no run of 270 failed (1-2 of 90 did without) and the mean fell 0.08-0.21 s
+            # (docs/results.md).
             # Stilman's algorithm keeps none: its mean rose with them.
             "planners": {
                 "tamp": {"fd_mode": "resident", "guide": "doors", "restart_s": 2.0},
