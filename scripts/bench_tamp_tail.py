@@ -126,7 +126,7 @@ def _one(
     # The counters outlive a failed call; last_stats is written only when a plan was found.
     stats = {
         k: getattr(solver, k)
-        for k in ("restarts", "resamples", "cutoffs", "stucks")
+        for k in ("restarts", "resamples", "cutoffs", "stucks", "backtracks")
         if hasattr(solver, k)
     }
     if "replans" in (getattr(solver, "last_stats", None) or {}):

@@ -122,3 +122,20 @@ def test_a_new_domain_version_never_reuses_an_old_evals_scores(
     assert path != seed_cache(pipe, tmp_path, "bfs_replan", ["camp", "pure"], 1)
     monkeypatch.setattr(type(pipe.domain), "version", "changed planners")
     assert path != seed_cache(pipe, tmp_path, "bfs_replan", ["camp", "pure"], 0)
+
+
+def test_a_new_baseline_version_reruns_the_eval_but_keeps_the_labels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from camp_planner.learning.evaluate import seed_cache
+    from camp_planner.learning.train import score_checkpoint
+    from camp_planner.planners.stilman import Stilman
+    from camp_planner.workflow import Pipeline
+
+    pipe = Pipeline.create("namo", None, tmp_path)
+    methods = ["camp", "pure", "stilman"]
+    path = seed_cache(pipe, tmp_path, "tamp", methods, 0)
+    labels = score_checkpoint(pipe, tmp_path, "tamp", "train", 0).path
+    monkeypatch.setattr(Stilman, "version", "a fix")
+    assert seed_cache(pipe, tmp_path, "tamp", methods, 0) != path
+    assert score_checkpoint(pipe, tmp_path, "tamp", "train", 0).path == labels

@@ -695,3 +695,80 @@ def test_bad_restart_settings_are_refused(settings: dict[str, float], message: s
         TAMP(**settings)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=message):
         Stilman(**settings)  # type: ignore[arg-type]
+
+
+class _PlacementTrapInterface:
+    """Box ``a`` blocks the way to the goal and box ``b`` stands behind it. The first place
+    ``a`` is put down blocks the approach to ``b``, without a box to blame (the motion just
+    fails); any later placement is fine. Only a search that puts ``a`` down elsewhere
+    reaches the goal. The world lives in ``state`` so that Stilman's snapshots restore it."""
+
+    def __init__(self) -> None:
+        self.state: tuple[str, bool] = ("way", False)  # where a stands; whether b is moved
+        self.at = "here"
+        self.moved: set[str] = set()
+        self.blocks: dict[str, set[str]] = {}
+        self.near: set[str] = set()
+        self.keep_out: list[object] = []
+        self.stage_times: dict[str, float] = {}
+        self.a_placements = 0  # fresh samples, so not restored by a snapshot
+
+    def refine(self, step: tuple[str, ...], deadline: Deadline) -> Refinement:
+        a_at, b_moved = self.state
+        if step[0] == "move_to_goal":
+            if a_at == "way":
+                return Refinement(False, facts=["(blocks a goal)"], reason="a in the way")
+            if not b_moved:
+                return Refinement(False, facts=["(blocks b goal)"], reason="b in the way")
+            return self._done(step, self.state, "goal")
+        if step[0] == "move_to_near_b" and a_at == "bad":
+            return Refinement(False, reason="no motion to near_b")
+        if step[0].startswith("move_to_near_"):
+            return self._done(step, self.state, step[0][len("move_to_") :])
+        if step[0] == "pick":
+            return self._done(step, self.state, self.at)
+        if step == ("place", "a"):
+            self.a_placements += 1
+            return self._done(step, ("bad" if self.a_placements == 1 else "aside", b_moved))
+        return self._done(step, (a_at, True))
+
+    def _done(self, step: tuple[str, ...], state: tuple[str, bool], at: str = "") -> Refinement:
+        self.state, self.at = state, at or self.at
+        return Refinement(True, [step], [state])
+
+    def learn(self, facts: list[str]) -> None:
+        for fact in facts:
+            _, box, loc = fact.strip("()").split()
+            self.blocks.setdefault(loc, set()).add(box)
+
+    def at_goal(self) -> bool:
+        return self.at == "goal"
+
+    def close(self) -> None:
+        pass
+
+
+def test_stilman_puts_a_box_down_elsewhere_when_its_first_placement_blocks_the_next() -> None:
+    planner = Stilman()
+    planner.prepare(_ScriptedMDP(_PlacementTrapInterface()), Deadline(60))  # type: ignore[arg-type]
+    plan = planner._plan
+    assert plan[-1] == ("move_to_goal", "near_b")
+    # The branch that put a in the bad spot was undone: a is placed once in the plan.
+    assert plan.count(("place", "a")) == 1 and ("place", "b") in plan
+    assert planner.last_stats["backtracks"] == planner.backtracks == 1
+    assert planner.last_stats["obstacles_moved"] == 2
+
+
+@pytest.mark.parametrize("settings", [{"placements": 1}, {"max_backtracks": 0}])
+def test_stilman_without_placement_search_gives_up_on_the_trap(settings: dict[str, int]) -> None:
+    with pytest.raises(NoPlanFound, match="no way to the goal"):
+        Stilman(**settings).prepare(_ScriptedMDP(_PlacementTrapInterface()), Deadline(60))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [({"placements": 0}, "placements"), ({"max_backtracks": -1}, "max_backtracks")],
+)
+def test_bad_placement_search_settings_are_refused(settings: dict[str, int], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Stilman(**settings)

@@ -27,6 +27,7 @@ from camp_planner.learning.bundle import load_bundle
 from camp_planner.learning.labels import Score, ScoreMatrix
 from camp_planner.learning.methods import TrainingData, make_methods
 from camp_planner.learning.train import score_split, train
+from camp_planner.planners.registry import planner_names, planner_version
 from camp_planner.progress import progress_bar
 from camp_planner.workflow import Pipeline
 
@@ -65,6 +66,12 @@ def seed_cache(
             "planner": planner,
             "methods": list(methods),
             "seed": seed,
+            # The baselines' own versions: a fix to Stilman's algorithm reruns the eval.
+            "planners": {
+                name: planner_version(name)
+                for name in (planner, *pipe.domain.baselines)
+                if name in planner_names()
+            },
         },
         sort_keys=True,
         default=str,

@@ -28,6 +28,14 @@ def planner_names() -> list[str]:
     return sorted(_PLANNERS)
 
 
+def planner_version(name: str) -> str:
+    """The version of planner ``name`` (see :attr:`Planner.version`)."""
+    cls = _PLANNERS.get(name)
+    if cls is None:
+        raise ValueError(f"unknown planner '{name}'; choose one of: {', '.join(planner_names())}")
+    return cls.version
+
+
 def make_planner(name: str, seed: int = 0, **settings: Any) -> Planner:
     """A new planner ``name`` built with ``seed`` and keyword ``settings``.
 

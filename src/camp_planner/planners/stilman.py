@@ -4,8 +4,12 @@ After Stilman & Kuffner (2005/2008): plan the robot's way ignoring movable obsta
 the first obstacle the way runs into; recursively resolve the constraints of *reaching* it
 (its own obstructors first), pick it, and put it down somewhere that frees the way and keeps
 off every way still needed (the spatial constraints of the callers up the recursion); then
-plan again. Failed branches are backtracked: the state before the attempt is restored and the
-next obstructor in order is tried.
+plan again. Failed branches are backtracked: the state before the attempt is restored, and
+the same obstructor is put down somewhere else (a fresh placement sample) when the search
+failed *after* moving it, or the next obstructor in order is tried when it could not be
+moved at all. Stilman and Kuffner search over placements this way; trying only the first
+placement made the search give up on solvable tasks whenever one box was put down where
+the next box to clear is approached from (NAMO test draw 2, task 0, planner seed 2).
 
 No task planner is involved: the recursion order comes from the geometry alone. The
 geometric steps are the same refiners the TAMP planner uses (same motion planner, same
@@ -19,7 +23,7 @@ import copy
 import time
 from typing import Any
 
-from camp_planner.core.mdp import Action, State
+from camp_planner.core.mdp import Action, FactoredMDP, State
 from camp_planner.core.planner import Deadline, NoPlanFound, PlanningError
 from camp_planner.planners.tamp import InterfacePlanner, tamp_base
 
@@ -29,16 +33,24 @@ class Stilman(InterfacePlanner):
 
     Settings:
         max_depth: how deep obstructions of obstructions are resolved.
+        placements: placements of one obstructor tried before the next obstructor (1: the
+            first placement only).
+        max_backtracks: placements undone per attempt, at most; past it a failed branch
+            fails the call, so an unsolvable task still fails in seconds, not at the
+            deadline (the search is exponential in the number of boxes moved).
         motion_timeout_s, detour_timeout_s, motion_planner, relaxed, guide, restart_s,
             restart_growth: as for the TAMP planner.
     """
 
     name = "stilman"
+    version = "2"  # 2: placements searched (``placements``, ``max_backtracks``)
 
     def __init__(
         self,
         seed: int = 0,
         max_depth: int = 4,
+        placements: int = 3,
+        max_backtracks: int = 12,
         motion_timeout_s: float = 1.0,
         detour_timeout_s: float = 0.5,
         motion_planner: str = "RRTConnect",
@@ -60,6 +72,17 @@ class Stilman(InterfacePlanner):
         if max_depth < 0:
             raise ValueError(f"max_depth must be non-negative, got {max_depth}")
         self.max_depth = max_depth
+        if placements < 1:
+            raise ValueError(f"placements must be at least 1, got {placements}")
+        if max_backtracks < 0:
+            raise ValueError(f"max_backtracks must be non-negative, got {max_backtracks}")
+        self.placements = int(placements)
+        self.max_backtracks = int(max_backtracks)
+        self.backtracks = 0  # placements undone in the last planning call
+
+    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
+        self.backtracks = 0
+        super().prepare(mdp, deadline)
 
     def act(self, state: State, deadline: Deadline) -> Action:
         if self._mdp is None:
@@ -79,6 +102,7 @@ class Stilman(InterfacePlanner):
         self._actions: list[Action] = []
         self._states: list[State] = [full]
         self._resolved = 0
+        self._budget = self.max_backtracks
         t0 = time.perf_counter()
         try:
             if not self._reach("goal", 0, deadline):
@@ -90,11 +114,12 @@ class Stilman(InterfacePlanner):
         self.last_stats = {
             "actions": len(self._plan),
             "obstacles_moved": self._resolved,
+            "backtracks": self.backtracks,
             "cutoffs": self.cutoffs,
         }
 
     # --- ResolveSpatialConstraints --------------------------------------------------------
-    def _snapshot(self) -> tuple[Any, int, int]:
+    def _snapshot(self) -> tuple[Any, int, int, int]:
         iface = self._interface
         kept = {
             "state": iface.state,
@@ -104,10 +129,10 @@ class Stilman(InterfacePlanner):
             "near": set(iface.near),
             "keep_out": list(iface.keep_out),
         }
-        return copy.copy(kept), len(self._actions), len(self._states)
+        return copy.copy(kept), len(self._actions), len(self._states), self._resolved
 
-    def _restore(self, snap: tuple[Any, int, int]) -> None:
-        kept, n_actions, n_states = snap
+    def _restore(self, snap: tuple[Any, int, int, int]) -> None:
+        kept, n_actions, n_states, self._resolved = snap
         iface = self._interface
         for key, value in kept.items():
             setattr(iface, key, value)
@@ -118,28 +143,34 @@ class Stilman(InterfacePlanner):
         self._actions += outcome.actions
         self._states += outcome.states
 
-    def _reach(self, loc: str, depth: int, deadline: Deadline) -> bool:
-        """Get the robot to ``loc``, clearing obstructions recursively; True on success."""
+    def _reach(self, loc: str, depth: int, deadline: Deadline, cleared: int = 0) -> bool:
+        """Get the robot to ``loc``, clearing obstructions recursively; True on success.
+
+        ``cleared``: obstructors already moved on this way (at most ``max_depth + 5``)."""
         iface = self._interface
-        for _ in range(self.max_depth + 6):
-            deadline.check()
-            outcome = iface.refine((f"move_to_{loc}", iface.at), deadline)
-            if outcome.ok:
-                self._record(outcome)
-                return True
-            blockers = [f.strip("() ").split()[1] for f in outcome.facts]
-            if not blockers or depth >= self.max_depth:
-                return False
-            iface.learn(outcome.facts)  # keeps the way as a spatial constraint for placements
-            cleared = False
-            for box in blockers:  # the first obstructor on the way first; backtrack on failure
+        deadline.check()
+        outcome = iface.refine((f"move_to_{loc}", iface.at), deadline)
+        if outcome.ok:
+            self._record(outcome)
+            return True
+        blockers = [f.strip("() ").split()[1] for f in outcome.facts]
+        if not blockers or depth >= self.max_depth or cleared > self.max_depth + 4:
+            return False
+        iface.learn(outcome.facts)  # keeps the way as a spatial constraint for placements
+        for box in blockers:  # the first obstructor on the way first
+            for _ in range(self.placements):
                 snap = self._snapshot()
-                if self._clear(box, depth, deadline):
-                    cleared = True
-                    break
+                if not self._clear(box, depth, deadline):
+                    self._restore(snap)
+                    break  # it cannot be moved from here: the next obstructor
+                if self._reach(loc, depth, deadline, cleared + 1):
+                    return True
+                # Moved, and the rest of the way failed: undo it, put it down elsewhere.
                 self._restore(snap)
-            if not cleared:
-                return False
+                if self._budget <= 0:
+                    return False
+                self._budget -= 1
+                self.backtracks += 1
         return False
 
     def _clear(self, box: str, depth: int, deadline: Deadline) -> bool:
