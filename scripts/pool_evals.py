@@ -4,7 +4,10 @@ One run of a randomised planner on 30 test tasks is noisy: in NAMO, pure plannin
 849.4 in one 3-seed run and 779.6 in the next, on the same tasks and seeds. Pooling the
 episodes of repeated runs gives each method's mean objective and compute time, its median
 compute time, its success count and the spread per episode, with a standard error for the
-mean objective. It reads the ``episodes`` section of each ``results.json`` (no planning).
+mean objective. When CAMP is among the methods, it also compares CAMP with each other
+method episode by episode (mean difference with a 95 % bootstrap interval, and the
+episodes each side won; ``camp_planner.learning.paired``). It reads the ``episodes``
+section of each ``results.json`` (no planning).
 
     .venv/bin/python scripts/pool_evals.py docs/eval_namo_denoised_3seeds.json \\
         docs/eval_namo_denoised_rerun.json [--methods camp pure stilman] [--json out.json]
@@ -21,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from camp_planner.core.errors import CampError
+from camp_planner.learning.evaluate import PAIRED_METRICS, paired_markdown
+from camp_planner.learning.paired import compare_methods
 
 
 def load_episodes(path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -39,7 +44,8 @@ def load_episodes(path: Path) -> dict[str, list[dict[str, Any]]]:
 
 def pool(paths: list[Path], methods: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """Per method, the figures of all episodes of ``paths`` together. A method must be in
-    every run, so that each pooled figure covers the same runs."""
+    every run, so that each pooled figure covers the same runs. CAMP's entry also holds
+    ``paired``: its episode-by-episode comparison with every other pooled method."""
     runs = [load_episodes(p) for p in paths]
     names = methods or [m for m in runs[0] if all(m in run for run in runs)]
     out: dict[str, dict[str, Any]] = {}
@@ -61,6 +67,13 @@ def pool(paths: list[Path], methods: list[str] | None = None) -> dict[str, dict[
             "compute_time_median_s": statistics.median(times),
             "successes": sum(bool(r["success"]) for r in rows),
         }
+    if "camp" in out:
+        # Only methods run on the very (run, seed, task) episodes CAMP was can be paired.
+        pooled_rows = {name: [row for run in runs for row in run[name]] for name in names}
+        tasks = [r.get("task") for r in pooled_rows["camp"]]
+        same = {n: r for n, r in pooled_rows.items() if [x.get("task") for x in r] == tasks}
+        out["camp"]["paired"] = compare_methods(same, "camp", PAIRED_METRICS)
+        out["camp"]["unpaired"] = sorted(set(pooled_rows) - set(same))
     return out
 
 
@@ -85,6 +98,11 @@ def main(argv: list[str] | None = None) -> int:
             f"  {p['objective_sd_per_episode']:10.0f}  {p['compute_time_mean_s']:6.2f}"
             f"  {p['compute_time_median_s']:8.2f}  {p['successes']:>5}"
         )
+    camp = pooled.get("camp", {})
+    if camp.get("paired"):
+        print("\n".join(paired_markdown(camp["paired"])))
+    if camp.get("unpaired"):
+        print(f"\nnot paired with CAMP (other episodes): {', '.join(camp['unpaired'])}")
     if args.json:
         payload = {"results": [str(p) for p in args.results], "methods": pooled}
         args.json.write_text(json.dumps(payload, indent=1))

@@ -52,6 +52,15 @@ def test_tiny_eval_writes_results_table_and_plot(tmp_path: Path) -> None:
             methods[method]["compute_time_s"]["mean"], rel=1e-3, abs=1e-4
         )
     assert "Where the compute time went" in table
+    # CAMP against each other method, paired over the 2 seeds x 2 tasks.
+    paired = methods["camp"]["paired"]
+    assert set(paired) == set(METHOD_NAMES) - {"camp"}
+    assert paired["pure"]["objective"]["pairs"] == 4
+    assert paired["pure"]["objective"]["mean"] == pytest.approx(
+        methods["camp"]["objective"]["mean"] - methods["pure"]["objective"]["mean"]
+    )
+    assert "CAMP against each method on the same test episodes" in table
+    assert "| Pure planning | " in table.split("CAMP against each method")[1]
     assert (out / "plot.png").read_bytes()[:4] == b"\x89PNG"
     # A second run reuses every cached seed instead of retraining or re-evaluating.
     caches = sorted((tmp_path / "a").rglob("eval-*.json"))

@@ -66,3 +66,29 @@ def test_a_run_without_episode_rows_or_a_method_is_a_clear_error(
     assert "method 'pure' is not in" in capsys.readouterr().err
     # Without --methods, only the methods every run has are pooled.
     assert set(pool.pool([a, b])) == {"camp"}
+
+
+def test_camp_is_compared_with_each_method_episode_by_episode(
+    load_script: Callable[[str], ModuleType],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pool = load_script("pool_evals")
+    # CAMP 10 points ahead of pure planning on every one of 3 episodes: beyond any noise.
+    a = _run(tmp_path / "a.json", [[(510.0, 4.0, True)]])
+    b = _run(tmp_path / "b.json", [[(510.0, 6.0, True)]])
+    c = _run(tmp_path / "c.json", [[(510.0, 5.0, True)]])
+    paired = pool.pool([a, b, c])["camp"]["paired"]["pure"]
+    assert paired["objective"]["mean"] == pytest.approx(10.0)
+    assert paired["objective"]["verdict"] == "a ahead"
+    assert paired["objective"]["a_wins"] == 3
+    assert paired["compute_time_s"]["mean"] == pytest.approx(0.0)
+    assert paired["compute_time_s"]["verdict"] == "within noise"
+    assert pool.main([str(a), str(b), str(c)]) == 0
+    row = "| Pure planning | +10.0 [+10.0, +10.0] | 3 / 0 | CAMP ahead |"
+    assert row in capsys.readouterr().out
+    # A method run on other episodes than CAMP's is left out of the pairing, and said so.
+    d = _run(tmp_path / "d.json", [[(510.0, 4.0, True), (510.0, 4.0, True)]])
+    assert pool.pool([d])["camp"]["unpaired"] == ["pure"]
+    assert pool.main([str(d)]) == 0
+    assert "not paired with CAMP (other episodes): pure" in capsys.readouterr().out

@@ -26,12 +26,15 @@ from camp_planner.learning import ALL_METHODS
 from camp_planner.learning.bundle import load_bundle
 from camp_planner.learning.labels import Score, ScoreMatrix
 from camp_planner.learning.methods import TrainingData, make_methods
+from camp_planner.learning.paired import compare_methods
 from camp_planner.learning.train import score_split, train
 from camp_planner.planners.registry import planner_names, planner_version
 from camp_planner.progress import progress_bar
 from camp_planner.workflow import Pipeline
 
 METRICS = ("objective", "discounted_return", "compute_time_s", "success", "fallbacks")
+# CAMP against every other method, episode by episode (learning/paired.py).
+PAIRED_METRICS = ("objective", "compute_time_s")
 LABELS = {
     "camp": "CAMP (ours)",
     "camp_ablation": "CAMP ablation (sink only)",
@@ -148,6 +151,14 @@ def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any
         if stages:
             stats["stage_times_s"] = stages
         out[method] = stats
+    rows = episodes(per_seed)
+    paired = compare_methods(
+        {m: [row for run in rows[m] for row in run] for m in methods},
+        "camp",
+        PAIRED_METRICS,
+    )
+    if paired:
+        out["camp"]["paired"] = paired
     for reference in ("oracle", "oracle_rerun"):
         if "camp" in out and reference in out:
             oracle = out[reference]["objective"]["mean"]
@@ -246,8 +257,41 @@ def table_markdown(summary: dict[str, dict[str, Any]], title: str) -> str:
             "the oracle's contexts planned again (the oracle's own figure is the best of one "
             "noisy run per context, which overstates what its choices earn on average).",
         ]
+    lines += paired_markdown(camp.get("paired", {}))
     lines += _breakdown_markdown(summary)
     return "\n".join(lines) + "\n"
+
+
+def paired_markdown(paired: dict[str, dict[str, dict[str, Any]]], who: str = "CAMP") -> list[str]:
+    """The paired comparisons of :func:`compare_methods` as a table, one row per method."""
+    if not paired:
+        return []
+    first = next(iter(paired.values()))["objective"]
+    lines = [
+        "",
+        f"{who} against each method on the same test episodes ({who} minus the method, mean "
+        f"over {first['pairs']} (seed, task) pairs, {100 * first['level']:.0f} % bootstrap "
+        f"interval; episodes won: by {who} / by the method). The seed-to-seed SDs above "
+        "overlap for most pairs of methods; an interval that excludes 0 is a difference "
+        "beyond the run-to-run noise:",
+        "",
+        "| against | Δ objective [interval] | won | objective | Δ compute s [interval] | time |",
+        "|---|---|---|---|---|---|",
+    ]
+    for other, cmp in paired.items():
+        o, t = cmp["objective"], cmp["compute_time_s"]
+        o_verdict = {"a ahead": f"{who} ahead", "b ahead": f"{who} behind"}.get(
+            o["verdict"], "within noise"
+        )
+        t_verdict = {"a ahead": f"{who} slower", "b ahead": f"{who} faster"}.get(
+            t["verdict"], "within noise"
+        )
+        lines.append(
+            f"| {LABELS.get(other, other)} | {o['mean']:+.1f} [{o['ci_low']:+.1f}, "
+            f"{o['ci_high']:+.1f}] | {o['a_wins']} / {o['b_wins']} | {o_verdict} | "
+            f"{t['mean']:+.3f} [{t['ci_low']:+.3f}, {t['ci_high']:+.3f}] | {t_verdict} |"
+        )
+    return lines
 
 
 def _breakdown_markdown(summary: dict[str, dict[str, Any]]) -> list[str]:

@@ -1,0 +1,39 @@
+"""Paired comparisons: the verdict follows the interval, and bad input is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from camp_planner.learning.paired import compare_methods, paired_difference
+
+
+def test_a_consistent_lead_is_beyond_noise_and_a_coin_flip_is_not() -> None:
+    ahead = paired_difference([11.0, 12.0, 13.0, 12.5, 11.5], [1.0, 2.0, 3.0, 2.5, 1.5])
+    assert ahead["mean"] == pytest.approx(10.0)
+    assert ahead["ci_low"] == pytest.approx(10.0) and ahead["ci_high"] == pytest.approx(10.0)
+    assert (ahead["verdict"], ahead["a_wins"], ahead["b_wins"]) == ("a ahead", 5, 0)
+    behind = paired_difference([1.0, 2.0, 3.0], [5.0, 7.0, 4.0])
+    assert behind["verdict"] == "b ahead" and behind["ci_high"] < 0
+    # Differences of +-100 in turn: the mean is 0 and the interval spans it.
+    flips = paired_difference([100.0, 0.0] * 10, [0.0, 100.0] * 10)
+    assert flips["mean"] == pytest.approx(0.0)
+    assert flips["ci_low"] < 0 < flips["ci_high"] and flips["verdict"] == "within noise"
+    assert flips["pairs"] == 20 and flips["a_wins"] == flips["b_wins"] == 10
+    # Seeded: the same samples give the same interval.
+    assert paired_difference([100.0, 0.0] * 10, [0.0, 100.0] * 10) == flips
+
+
+def test_unpaired_samples_are_refused() -> None:
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_difference([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="no pairs"):
+        paired_difference([], [])
+    with pytest.raises(ValueError, match="level"):
+        paired_difference([1.0], [0.0], level=1.5)
+    rows = {
+        "camp": [{"task": 0, "objective": 1.0}, {"task": 1, "objective": 2.0}],
+        "pure": [{"task": 1, "objective": 1.0}, {"task": 0, "objective": 2.0}],
+    }
+    with pytest.raises(ValueError, match="not run on the same tasks"):
+        compare_methods(rows, "camp", ("objective",))
+    assert compare_methods(rows, "missing", ("objective",)) == {}
