@@ -8,8 +8,10 @@ goal. Its CSIs are learned first (offline work, not timed). Then the TAMP planne
 in the full task and once in that CAMP, and Stilman's algorithm once in the full task, each
 executed in the full simulated world (``--repeats K``: K times each, with planner seeds
 0..K-1, since TAMP's time varies from run to run).
-Prints a per-task table, the median ratio of planning time (pure ÷ CAMP) and the ratio of
-the mean times (the slow tail, which the median hides), each planner's mean, median and
+Prints a per-task table, the median ratio of planning time (pure ÷ CAMP) with a 95 %
+bootstrap interval, the ratio of the mean times (the slow tail, which the median hides),
+the runs' time differences paired (pure minus CAMP, same task and planner seed, with an
+interval), each planner's mean, median and
 90th-percentile time, and the collision-check rate. ``--set key=value`` changes a setting of
 both planners (e.g. ``--set guide=none`` for base motions planned as one OMPL query instead
 of doorway to doorway).
@@ -35,6 +37,7 @@ import yaml
 
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
+from camp_planner.learning.paired import bootstrap_interval, paired_difference
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 
@@ -165,8 +168,17 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
             )
     rate = checks_per_second(pipe, tasks[0])
     lazy_rate = checks_per_second(pipe, tasks[0], lazy=True)
+    ratios = [r["ratio"] for r in rows]
+    # How sure the median ratio is, and the runs' time differences paired (same task and
+    # planner seed): is CAMP faster beyond the planner's run-to-run spread?
+    ratio_low, ratio_high = bootstrap_interval(ratios, "median")
+    paired = paired_difference(
+        [r["pure"]["compute_time_s"] for r in rows], [r["camp"]["compute_time_s"] for r in rows]
+    )
     summary: dict[str, Any] = {
-        "median_ratio_pure_over_camp": statistics.median(r["ratio"] for r in rows),
+        "median_ratio_pure_over_camp": statistics.median(ratios),
+        "median_ratio_interval_95": [ratio_low, ratio_high],
+        "pure_minus_camp_s": paired,
         "settings": overrides,
         "repeats": args.repeats,
     }
@@ -194,8 +206,12 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     print(
         f"\nplanning time over {len(rows)} runs per planner"
         f"{' with ' + str(overrides) if overrides else ''}:\n" + "\n".join(lines) + "\n"
-        f"median ratio pure ÷ CAMP {summary['median_ratio_pure_over_camp']:.1f}×, "
+        f"median ratio pure ÷ CAMP {summary['median_ratio_pure_over_camp']:.1f}× "
+        f"(95 % interval {ratio_low:.2f}–{ratio_high:.2f}×), "
         f"ratio of mean times {summary['pure_mean_s'] / summary['camp_mean_s']:.1f}×; "
+        f"pure minus CAMP per run {paired['mean']:+.2f} s (95 % interval "
+        f"{paired['ci_low']:+.2f} to {paired['ci_high']:+.2f} s; CAMP faster on "
+        f"{paired['a_wins']} of {paired['pairs']} runs); "
         f"collision checks {rate:,.0f}/s (as motion planning queries them: {lazy_rate:,.0f}/s); "
         f"wall time {summary['wall_time_s']:.0f} s"
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from camp_planner.learning.paired import compare_methods, paired_difference
+from camp_planner.learning.paired import bootstrap_interval, compare_methods, paired_difference
 
 
 def test_a_consistent_lead_is_beyond_noise_and_a_coin_flip_is_not() -> None:
@@ -37,3 +37,18 @@ def test_unpaired_samples_are_refused() -> None:
     with pytest.raises(ValueError, match="not run on the same tasks"):
         compare_methods(rows, "camp", ("objective",))
     assert compare_methods(rows, "missing", ("objective",)) == {}
+
+
+def test_a_bootstrap_interval_brackets_the_statistic_and_narrows_with_more_values() -> None:
+    few = [1.0, 1.2, 0.8, 1.1, 0.9, 5.0]
+    low, high = bootstrap_interval(few, "median")
+    assert low <= 1.05 <= high  # the sample median
+    many_low, many_high = bootstrap_interval(few * 20, "median")
+    assert many_high - many_low < high - low
+    mean_low, mean_high = bootstrap_interval(few, "mean")
+    assert mean_low < sum(few) / len(few) < mean_high
+    assert bootstrap_interval([3.0], "median") == (3.0, 3.0)
+    with pytest.raises(ValueError, match="statistic"):
+        bootstrap_interval(few, "mode")
+    with pytest.raises(ValueError, match="no values"):
+        bootstrap_interval([], "mean")

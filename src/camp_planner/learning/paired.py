@@ -36,12 +36,8 @@ def paired_difference(
         raise ValueError(f"paired samples differ in length: {len(a)} and {len(b)}")
     if not a:
         raise ValueError("no pairs to compare")
-    if resamples < 1 or not 0.0 < level < 1.0:
-        raise ValueError("resamples must be positive and level in (0, 1)")
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
-    low, high = np.quantile(means, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    low, high = bootstrap_interval(d, "mean", resamples, level, seed)
     verdict = "a ahead" if low > 0 else "b ahead" if high < 0 else "within noise"
     return {
         "pairs": len(d),
@@ -53,6 +49,28 @@ def paired_difference(
         "b_wins": int((d < 0).sum()),
         "verdict": verdict,
     }
+
+
+def bootstrap_interval(
+    values: Sequence[float] | np.ndarray,
+    statistic: str = "mean",
+    resamples: int = RESAMPLES,
+    level: float = LEVEL,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """A percentile-bootstrap interval at ``level`` for the mean or median of ``values``
+    (seeded, so the same values give the same interval)."""
+    if statistic not in ("mean", "median"):
+        raise ValueError(f"statistic must be 'mean' or 'median', got {statistic!r}")
+    if resamples < 1 or not 0.0 < level < 1.0:
+        raise ValueError("resamples must be positive and level in (0, 1)")
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        raise ValueError("no values to resample")
+    samples = x[np.random.default_rng(seed).integers(0, x.size, size=(resamples, x.size))]
+    stats = samples.mean(axis=1) if statistic == "mean" else np.median(samples, axis=1)
+    low, high = np.quantile(stats, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(low), float(high)
 
 
 def compare_methods(
