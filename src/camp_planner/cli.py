@@ -50,8 +50,15 @@ def _common(p: argparse.ArgumentParser, domain: bool = True) -> None:
         )
 
 
+PLANNER_DEFAULT_HELP = (
+    "default: the domain's own (gridworld: bfs_replan; dinner and pddl: fast_downward; namo: tamp)"
+)
+
+
 def _planner_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--planner", default="bfs_replan", help=f"one of: {', '.join(planner_names())}")
+    p.add_argument(
+        "--planner", help=f"one of: {', '.join(planner_names())}; {PLANNER_DEFAULT_HELP}"
+    )
 
 
 def _workers_arg(p: argparse.ArgumentParser) -> None:
@@ -113,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("select", help="rank contexts for a task with a trained selector bundle")
     _common(p)
-    p.add_argument("--planner", default="bfs_replan", help="the planner the bundle was trained for")
+    p.add_argument(
+        "--planner", help=f"the planner the bundle was trained for; {PLANNER_DEFAULT_HELP}"
+    )
     p.add_argument("--seed", type=int, default=0, help="which training run's bundle")
     p.add_argument("--bundle", type=Path, help="bundle path (default: from --planner/--seed)")
     p.add_argument("--task", type=int, default=0, help="task index within the split")
@@ -202,6 +211,14 @@ def _ros_cli(args: argparse.Namespace) -> int:
 
 
 def _pipeline(args: argparse.Namespace) -> Pipeline:
+    """The pipeline the arguments describe; an unnamed ``--planner`` becomes the domain's."""
+    pipe = _make_pipeline(args)
+    if getattr(args, "planner", "") is None:
+        args.planner = pipe.domain.default_planner
+    return pipe
+
+
+def _make_pipeline(args: argparse.Namespace) -> Pipeline:
     pddl_domain = getattr(args, "pddl_domain", None)
     if pddl_domain is None:
         if getattr(args, "pddl_problems", None) or getattr(args, "pddl_test", None):

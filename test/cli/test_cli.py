@@ -197,12 +197,14 @@ def test_namo_plan_renders_and_prints_json(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_namo_plan_without_a_context_uses_the_shipped_selector(tmp_path: Path) -> None:
     png = tmp_path / "namo.png"
-    args = ["plan", "--domain", "namo", "--planner", "tamp", "--task", "4", "--json"]
+    # The command as written: no --planner, so NAMO's own (TAMP), not BFS-replan.
+    args = ["plan", "--domain", "namo", "--task", "4", "--json"]
     done = _camp(
         *args, "--render", str(png), "--artifacts", str(tmp_path / "artifacts"), cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
+    assert result["planner"] == "tamp" and result["success"], result["failures"]
     selection = result["selection"]
     assert selection["bundle"].endswith("namo-tamp.pt")
     ranked = [r["name"] for r in selection["ranked"]]
@@ -230,3 +232,20 @@ def test_every_shipped_domain_config_loads(path: Path) -> None:
     domain = get_domain(path.name.split("-")[0])
     config = load_config(domain, path)
     assert config["selector"] and config["tasks"]
+
+
+@pytest.mark.parametrize(
+    ("domain", "planner"),
+    [("gridworld", "bfs_replan"), ("dinner", "fast_downward"), ("namo", "tamp")],
+)
+def test_an_unnamed_planner_is_the_domains_own(domain: str, planner: str) -> None:
+    from camp_planner.cli import _pipeline, build_parser
+
+    args = build_parser().parse_args(["eval", "--domain", domain])
+    assert args.planner is None
+    pipe = _pipeline(args)
+    assert args.planner == planner
+    assert pipe.lam(planner) > 0  # the domain configures a λ for its own planner
+    named = build_parser().parse_args(["eval", "--domain", domain, "--planner", "mcts"])
+    _pipeline(named)
+    assert named.planner == "mcts"

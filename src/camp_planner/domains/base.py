@@ -61,6 +61,9 @@ class Domain(ABC):
     csi_version: str | None = None
     # Domain-specific baseline methods `camp eval` runs by default (e.g. "stilman").
     baselines: tuple[str, ...] = ()
+    # The planner the CLI uses when none is named: the one the paper pairs with the domain
+    # (BFS-replan cannot plan NAMO's continuous base poses, nor TAMP a gridworld).
+    default_planner: str = "bfs_replan"
 
     @abstractmethod
     def default_config(self) -> dict[str, Any]:

@@ -124,6 +124,7 @@ class DinnerDomain(Domain):
     """Paper domain D2."""
 
     name = "dinner"
+    default_planner = "fast_downward"
     version = "1"
 
     def default_config(self) -> dict[str, Any]:

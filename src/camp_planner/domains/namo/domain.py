@@ -37,6 +37,7 @@ class NamoDomain(Domain):
     """Paper domain D3: a mobile manipulator clears boxes to reach a goal three rooms away."""
 
     name = "namo"
+    default_planner = "tamp"
     # Label caches are keyed by the domain version and the configuration, not by code: bump
     # this whenever the simulator, the samples CSI learning draws, or the NAMO refiners of
     # the TAMP planner change behaviour; bump csi_version too unless only the refiners did.

@@ -72,6 +72,7 @@ class PddlFilesDomain(Domain):
     """Tasks from ``pddl.domain`` and the problem files ``pddl.train`` / ``pddl.test``."""
 
     name = "pddl"
+    default_planner = "fast_downward"
     version = "1"
 
     def default_config(self) -> dict[str, Any]:
