@@ -124,7 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--planner", help=f"the planner the bundle was trained for; {PLANNER_DEFAULT_HELP}"
     )
     p.add_argument("--seed", type=int, default=0, help="which training run's bundle")
-    p.add_argument("--bundle", type=Path, help="bundle path (default: from --planner/--seed)")
+    p.add_argument(
+        "--bundle",
+        type=Path,
+        help="bundle path (default: the one `camp train` wrote for --planner/--seed under "
+        "--artifacts, else the bundle the package ships, if any)",
+    )
     p.add_argument("--task", type=int, default=0, help="task index within the split")
     p.add_argument("--split", choices=("train", "test"), default="test")
     p.add_argument("--top", type=int, default=5, help="how many ranked contexts to show")
@@ -417,9 +422,9 @@ def _select(args: argparse.Namespace) -> int:
     from camp_planner.learning.methods import CampMethod
 
     pipe = _pipeline(args)
-    path = args.bundle or (
-        args.artifacts / pipe.domain.name / args.planner / f"seed{args.seed}" / "selector.pt"
-    )
+    trained = args.artifacts / pipe.domain.name / args.planner / f"seed{args.seed}" / "selector.pt"
+    # As `camp plan` does: a bundle named, else the one `camp train` wrote, else the shipped.
+    path = _plan_bundle(args, pipe) or trained
     bundle = load_bundle(path, pipe.domain.name, pipe.domain.version)
     task = pipe.task(args.split, args.task)
     mdp = pipe.domain.make_mdp(task, pipe.config)

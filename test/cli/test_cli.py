@@ -147,6 +147,16 @@ def test_select_without_a_bundle_is_a_clear_error(tmp_path: Path) -> None:
     assert res.returncode == 2 and "run `camp train` first" in res.stderr
 
 
+@pytest.mark.pybullet
+def test_select_falls_back_to_the_shipped_bundle_as_plan_does(tmp_path: Path) -> None:
+    args = ["select", "--domain", "namo", "--task", "0", "--json"]
+    res = _camp(*args, "--artifacts", str(tmp_path / "none"), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["bundle"].endswith("namo-tamp.pt")
+    assert out["ranked"] and 0.0 <= out["ranked"][0]["probability"] <= 1.0
+
+
 def test_null_means_no_limit_for_optional_context_settings(tmp_path: Path) -> None:
     from camp_planner.config import load_config
     from camp_planner.domains import get_domain
