@@ -7,8 +7,9 @@ context) on the test tasks of ``--eval-seeds`` task draws (the draws `camp eval`
 its seeds 0, 1, ...), ``--repeats`` times each with planner seeds 0, 1, ..., and prints
 every run that failed or took more than twice the median, with the planner's own account of
 it (the reason it gave up; for TAMP the times it forgot learnt facts, ``restarts``, and
-resampled, the attempts it abandoned at a ``restart_s`` cutoff, ``cutoffs``, and its
-replans), then the median, mean,
+resampled, the attempts it abandoned at a ``restart_s`` cutoff, ``cutoffs``, the attempts
+it started over from a loop, ``stucks``, and its replans; for Stilman's algorithm the
+placements it undid, ``backtracks``), then the median, mean,
 90th percentile and maximum time and the failure rate.
 
     .venv/bin/python scripts/bench_tamp_tail.py [--eval-seeds 3] [--tasks 10] [--repeats 3]
