@@ -33,8 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from camp_planner.config import parse_settings
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.learning.paired import bootstrap_interval, paired_difference
@@ -71,18 +70,6 @@ def main(argv: list[str] | None = None) -> int:
     except CampError as exc:
         print(f"bench_namo: error: {exc}", file=sys.stderr)
         return 2
-
-
-def parse_settings(items: list[str]) -> dict[str, Any]:
-    """``["guide=none", "motion_timeout_s=2"]`` -> settings, values read as YAML reads them."""
-    settings: dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--set takes key=value, got {item!r}")
-        value = yaml.safe_load(text)
-        settings[key] = text if value is None else value
-    return settings
 
 
 def smallest_reachable_context(pipe: Pipeline, task: Any) -> Context:

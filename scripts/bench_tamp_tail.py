@@ -12,8 +12,10 @@ it started over from a loop, ``stucks``, and its replans; for Stilman's algorith
 placements it undid, ``backtracks``), then the median, mean,
 90th percentile and maximum time and the failure rate.
 
+``--set key=value`` changes a setting of the planner (e.g. ``--set restart_clock=wall``).
+
     .venv/bin/python scripts/bench_tamp_tail.py [--eval-seeds 3] [--tasks 10] [--repeats 3]
-        [--planner tamp] [--timeout 60] [--config FILE] [--json out.json]
+        [--planner tamp] [--timeout 60] [--config FILE] [--set key=value ...] [--json out.json]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from camp_planner.config import parse_settings
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import run_episode
 from camp_planner.planners import make_planner
@@ -44,10 +47,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--planner", choices=("tamp", "stilman"), default="tamp")
     parser.add_argument("--timeout", type=float, default=60.0, help="per planning call (s)")
     parser.add_argument("--config", type=Path, help="YAML overriding the NAMO defaults")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a planner setting (repeatable), e.g. restart_clock=wall or restart_s=null",
+    )
     parser.add_argument("--json", type=Path, help="also write every run here")
     args = parser.parse_args(argv)
     if min(args.eval_seeds, args.tasks, args.repeats) < 1 or not args.timeout > 0:
         parser.error("--eval-seeds, --tasks and --repeats must be at least 1, --timeout positive")
+    try:
+        args.overrides = parse_settings(args.set)
+    except ValueError as exc:
+        parser.error(str(exc))
     try:
         return _run(args)
     except CampError as exc:
@@ -58,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     base = Pipeline.create("namo", args.config, DEFAULT_ARTIFACTS)
+    try:  # a setting the planner does not take, or a bad value, before any run
+        _settings(base, args)
+    except (TypeError, ValueError) as exc:
+        print(f"bench_tamp_tail: error: --set: {exc}", file=sys.stderr)
+        return 2
     rows: list[dict[str, Any]] = []
     for draw in range(args.eval_seeds):
         config = copy.deepcopy(base.config)
@@ -78,6 +97,7 @@ def _run(args: argparse.Namespace) -> int:
     median = statistics.median(times)
     summary = {
         "planner": args.planner,
+        "settings": args.overrides,
         "runs": len(rows),
         "failures": sum(not r["success"] for r in rows),
         "median_s": median,
@@ -108,12 +128,18 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings(pipe: Pipeline, args: argparse.Namespace, seed: int = 0) -> Any:
+    """The planner under test, with the configuration's settings and ``--set``'s on top."""
+    settings = {**pipe.planner_settings(args.planner), **args.overrides}
+    return make_planner(args.planner, seed=seed, **settings)
+
+
 def _one(
     pipe: Pipeline, args: argparse.Namespace, task: Any, draw: int, index: int, seed: int
 ) -> dict[str, Any]:
     """One episode of the planner in the full task, with the planner's statistics."""
     mdp = pipe.domain.make_mdp(task, pipe.config)
-    solver = make_planner(args.planner, seed=seed, **pipe.planner_settings(args.planner))
+    solver = _settings(pipe, args, seed)
     try:
         result = run_episode(
             mdp,

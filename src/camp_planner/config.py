@@ -86,3 +86,18 @@ def _same_kind(default: Any, value: Any) -> bool:
     if isinstance(default, (int, float)):
         return isinstance(value, (int, float))
     return isinstance(value, type(default))
+
+
+def parse_settings(items: list[str]) -> dict[str, Any]:
+    """Command-line ``--set`` items, ``["guide=none", "restart_s=null"]``, as settings, each
+    value read as YAML reads it (``null``: None, ``2``: an int)."""
+    settings: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key or not text:
+            raise ValueError(f"--set takes key=value, got {item!r}")
+        try:
+            settings[key] = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"--set {item!r}: the value is not YAML ({exc})") from None
+    return settings

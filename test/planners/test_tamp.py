@@ -13,7 +13,7 @@ from camp_planner.core.planner import Deadline, NoPlanFound, PlanningError, Plan
 from camp_planner.domains.namo.mdp import NONE, SLOT_NAMES, NamoMDP
 from camp_planner.domains.namo.world import Box, Door, NamoTask
 from camp_planner.planners.stilman import Stilman
-from camp_planner.planners.tamp import TAMP, Refinement, Stuck
+from camp_planner.planners.tamp import TAMP, AttemptCutoff, Refinement, Stuck
 
 pytestmark = [pytest.mark.pybullet, pytest.mark.fast_downward, pytest.mark.slow]
 
@@ -601,12 +601,20 @@ class _SeededMDP(GridMDP):
         return _StallingInterface(self.clock, self.stuck is None or seed in self.stuck)
 
 
-def test_an_attempt_past_its_cutoff_restarts_with_fresh_randomness() -> None:
+@pytest.mark.parametrize("restart_clock", ["wall", "stalled"])
+def test_an_attempt_past_its_cutoff_restarts_with_fresh_randomness(restart_clock: str) -> None:
     clock = _FakeClock()
     mdp = _SeededMDP(clock, stuck={0})
     # Cutoffs of 10 s and more: Fast Downward's driver turns a budget of about a second
-    # into a CPU limit its translator starts beyond.
-    planner = TAMP(seed=0, restart_s=10.0, max_resamples=10**6, max_replans=10**6)
+    # into a CPU limit its translator starts beyond. A stalled attempt makes no progress,
+    # so either clock cuts it off.
+    planner = TAMP(
+        seed=0,
+        restart_s=10.0,
+        max_resamples=10**6,
+        max_replans=10**6,
+        restart_clock=restart_clock,
+    )
     planner.prepare(mdp, Deadline(100, clock))
     assert planner.cutoffs == 1 and planner.last_stats["cutoffs"] == 1
     assert len(mdp.seeds) == 2 and mdp.seeds[0] == 0 and mdp.seeds[1] != 0
@@ -629,6 +637,80 @@ def test_restart_cutoffs_grow_and_the_call_deadline_still_holds() -> None:
     # attempt gets the rest of the call's 100 s and the call times out on schedule.
     assert planner.cutoffs == 3 and len(set(mdp.seeds)) == 4
     assert clock.now == pytest.approx(100.01)
+
+
+class _ChainInterface(_ScriptedInterface):
+    """A plan of ``length`` steps, each refined successfully in ``step_s`` (fake) seconds."""
+
+    def __init__(self, clock: _FakeClock, length: int, step_s: float) -> None:
+        super().__init__(unsolvable=False, flaky=0)
+        self.clock, self.length, self.step_s = clock, length, step_s
+        self.reached = 0
+
+    def pddl(self) -> tuple[str, str]:
+        facts = " ".join(f"(at{k})" for k in range(self.length + 1))
+        actions = "".join(
+            f"(:action step{k} :parameters () :precondition (at{k - 1}) :effect (at{k}))"
+            for k in range(1, self.length + 1)
+        )
+        domain = f"(define (domain c) (:requirements :strips) (:predicates {facts}) {actions})"
+        problem = (
+            f"(define (problem p) (:domain c) (:init (at{self.reached})) (:goal (at{self.length})))"
+        )
+        return domain, problem
+
+    def refine(self, step: tuple[str, ...], deadline: Deadline) -> Refinement:
+        self.clock.now += self.step_s
+        self.reached = int(step[0].removeprefix("step"))
+        return Refinement(True, [("up",)], [(2, 0)])
+
+    def at_goal(self) -> bool:
+        return self.reached == self.length
+
+
+class _ChainMDP(GridMDP):
+    def __init__(self, clock: _FakeClock) -> None:
+        super().__init__(("S.G",))
+        self.clock = clock
+        self.seeds: list[int] = []
+
+    def tamp_interface(self, state: State, camp: object, seed: int, settings: object) -> object:
+        self.seeds.append(seed)
+        return _ChainInterface(self.clock, length=5, step_s=4.0)
+
+
+def test_a_stalled_restart_clock_does_not_cut_off_a_long_plan_that_keeps_succeeding() -> None:
+    # Five steps of 4 s each under a 10 s cutoff: by the wall clock the first attempt is
+    # abandoned after three good steps (12 s) and the second, with 20 s, redoes all five;
+    # a NAMO task that must clear seven boxes in a cluttered world lost its work this way.
+    clock = _FakeClock()
+    wall = TAMP(seed=0, restart_s=10.0)
+    wall.prepare(_ChainMDP(clock), Deadline(100, clock))
+    assert wall.cutoffs == 1 and clock.now == pytest.approx(32.0)
+    clock.now = 0.0
+    mdp = _ChainMDP(clock)
+    stalled = TAMP(seed=0, restart_s=10.0, restart_clock="stalled")
+    stalled.prepare(mdp, Deadline(100, clock))
+    assert stalled.cutoffs == 0 and mdp.seeds == [0] and clock.now == pytest.approx(20.0)
+    # The call's own deadline still holds: the 20 s plan does not fit in 15 s.
+    clock.now = 0.0
+    with pytest.raises(PlanningTimeout):
+        TAMP(seed=0, restart_s=10.0, restart_clock="stalled").prepare(
+            _ChainMDP(clock), Deadline(15, clock)
+        )
+    assert clock.now <= 16.0 + 1e-9
+
+
+def test_credit_never_reaches_past_the_calls_deadline() -> None:
+    clock = _FakeClock()
+    outer = Deadline(30, clock)
+    clock.now = 3.0
+    attempt = AttemptCutoff(10.0, outer)
+    clock.now = 9.0
+    attempt.credit(4.0)
+    assert attempt.remaining == pytest.approx(8.0)  # 10 + 4 - 6 s spent
+    attempt.credit(100.0)
+    assert attempt.remaining == pytest.approx(outer.remaining) == pytest.approx(21.0)
 
 
 def test_an_attempt_that_fails_is_not_restarted() -> None:
@@ -704,13 +786,18 @@ def test_an_attempt_going_round_in_a_loop_starts_over_with_fresh_samples() -> No
 
 @pytest.mark.parametrize(
     ("settings", "message"),
-    [({"restart_s": 0.0}, "restart_s"), ({"restart_s": 1.0, "restart_growth": 0.5}, "growth")],
+    [
+        ({"restart_s": 0.0}, "restart_s"),
+        ({"restart_s": 1.0, "restart_growth": 0.5}, "growth"),
+    ],
 )
 def test_bad_restart_settings_are_refused(settings: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TAMP(**settings)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=message):
         Stilman(**settings)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="restart_clock"):
+        TAMP(restart_clock="cpu")
 
 
 class _PlacementTrapInterface:

@@ -37,3 +37,10 @@ def test_settings_are_read_as_yaml_values(load_script: Callable[[str], ModuleTyp
         "relaxed": "grid",
     }
     assert parse([]) == {}
+    assert parse(["restart_s=null", "restart_clock=wall"]) == {
+        "restart_s": None,
+        "restart_clock": "wall",
+    }
+    for bad in (["guide"], ["=none"], ["guide="], ["guide=[oops"]):
+        with pytest.raises(ValueError, match="--set"):
+            parse(bad)

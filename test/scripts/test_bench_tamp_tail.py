@@ -18,6 +18,7 @@ import pytest
         ["--eval-seeds", "0"],
         ["--timeout", "0"],
         ["--planner", "vi"],
+        ["--set", "restart_clock"],
     ],
 )
 def test_bad_arguments_are_refused(
@@ -29,6 +30,25 @@ def test_bad_arguments_are_refused(
         load_script("bench_tamp_tail").main(argv)
     assert exc.value.code == 2
     assert "--" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--set", "restart_clock=cpu"], "restart_clock must be"),
+        (["--set", "no_such_setting=1"], "unknown setting"),
+        (["--planner", "stilman", "--set", "restart_clock=wall"], "unknown setting"),
+    ],
+)
+def test_a_setting_the_planner_refuses_is_reported_before_any_run(
+    argv: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    load_script: Callable[[str], ModuleType],
+) -> None:
+    assert load_script("bench_tamp_tail").main(argv) == 2
+    err = capsys.readouterr()
+    assert message in err.err and "draw 0" not in err.out
 
 
 @pytest.mark.slow

@@ -36,6 +36,22 @@ from camp_planner.core.planner import (
 from camp_planner.planners.fast_downward import FDRunner
 
 
+class AttemptCutoff(Deadline):
+    """One attempt's budget inside a planning call's ``outer`` deadline, whose clock can be
+    turned back by the time the attempt spent making progress (see ``restart_clock``).
+
+    It never reaches past ``outer``: credit beyond what the call has left is not given."""
+
+    def __init__(self, cutoff: float, outer: Deadline) -> None:
+        super().__init__(cutoff, outer.clock)
+        self.outer = outer
+
+    def credit(self, seconds: float) -> None:
+        """Give back ``seconds`` the attempt spent on work that succeeded."""
+        assert self.seconds is not None
+        self.seconds = min(self.seconds + seconds, self.elapsed + self.outer.remaining)
+
+
 class Stuck(NoPlanFound):
     """An attempt went round in a loop: after forgetting everything, the interface relearnt
     the same facts and reached the same unsolvable symbolic problem from the same state. Going on
@@ -120,8 +136,12 @@ class InterfacePlanner(Planner):
         restart_s: float | None = None,
         restart_growth: float = 2.0,
         stuck_restarts: int = 0,
+        restart_clock: str = "wall",
     ) -> None:
         super().__init__(seed)
+        if restart_clock not in ("wall", "stalled"):
+            raise ValueError(f"restart_clock must be 'wall' or 'stalled', got {restart_clock!r}")
+        self.restart_clock = restart_clock
         if stuck_restarts < 0:
             raise ValueError(f"stuck_restarts must be non-negative, got {stuck_restarts}")
         self.stuck_restarts = int(stuck_restarts)
@@ -172,10 +192,13 @@ class InterfacePlanner(Planner):
         task 15, universal context, 8 seeds: median 0.7 s, slowest 13.5 s), the heavy
         tail for which restarting randomised search is the standard cure (Gomes, Selman
         and Kautz, AAAI 1998). A geometric schedule bounds what a task that truly needs a
-        long run loses. Attempts that fail (no plan, unsolvable) are not restarted: they
-        end the call, so a CAMP whose context cannot work still fails fast. The exception
-        is an attempt caught in a loop (:class:`Stuck`): it starts over at once, whatever
-        ``restart_s``, up to ``stuck_restarts`` times per call."""
+        long run loses. With ``restart_clock: stalled`` the cutoff counts only the time an
+        attempt is stalled: the time of every refinement that succeeded is given back (see
+        :meth:`_progress`), so a task that needs many steps is not cut off for its length,
+        only for its failures and replans. Attempts that fail (no plan, unsolvable) are not
+        restarted: they end the call, so a CAMP whose context cannot work still fails
+        fast. The exception is an attempt caught in a loop (:class:`Stuck`): it starts over
+        at once, whatever ``restart_s``, up to ``stuck_restarts`` times per call."""
         cutoff = self.restart_s
         attempt = 0
         self.cutoffs = 0
@@ -185,7 +208,10 @@ class InterfacePlanner(Planner):
             self._attempt_seed = self.seed + 104_729 * attempt
             last = cutoff is None or deadline.remaining <= cutoff
             try:
-                self._solve(state, deadline if last else Deadline(cutoff, deadline.clock))
+                attempt_deadline = deadline
+                if cutoff is not None and not last:
+                    attempt_deadline = AttemptCutoff(cutoff, deadline)
+                self._solve(state, attempt_deadline)
                 return
             except PlanningTimeout:
                 if last or cutoff is None:  # (cutoff is None implies last; for mypy)
@@ -202,6 +228,12 @@ class InterfacePlanner(Planner):
 
     def _solve(self, state: State, deadline: Deadline) -> None:
         raise NotImplementedError
+
+    def _progress(self, deadline: Deadline, seconds: float) -> None:
+        """Record ``seconds`` of work that succeeded (a refined step) in an attempt: under
+        ``restart_clock: stalled`` they do not count toward its cutoff."""
+        if self.restart_clock == "stalled" and isinstance(deadline, AttemptCutoff):
+            deadline.credit(seconds)
 
     def _add_time(self, stage: str, seconds: float) -> None:
         self.stage_times[stage] = self.stage_times.get(stage, 0.0) + seconds
@@ -246,6 +278,9 @@ class TAMP(InterfacePlanner):
         stuck_restarts: how many times a call starts over with fresh samples when an
             attempt goes round in a loop (the same unsolvable symbolic problem from the same
             state, after forgetting: see :class:`Stuck`); 0 ends the call there instead.
+        restart_clock: what counts toward ``restart_s``: ``wall`` every second of the
+            attempt; ``stalled`` only the seconds not spent refining steps that succeeded
+            (task planning, failed refinements), so long plans are not cut off for length.
     """
 
     name = "tamp"
@@ -265,6 +300,7 @@ class TAMP(InterfacePlanner):
         restart_s: float | None = None,
         restart_growth: float = 2.0,
         stuck_restarts: int = 2,
+        restart_clock: str = "wall",
     ) -> None:
         super().__init__(
             seed,
@@ -276,6 +312,7 @@ class TAMP(InterfacePlanner):
             restart_s,
             restart_growth,
             stuck_restarts,
+            restart_clock,
         )
         if max_replans < 0:
             raise ValueError(f"max_replans must be non-negative, got {max_replans}")
@@ -364,13 +401,14 @@ class TAMP(InterfacePlanner):
                 failed: Refinement | None = None
                 for step in steps:
                     deadline.check()
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), deadline.clock()
                     outcome = interface.refine(step, deadline)
                     self._add_time("refinement", time.perf_counter() - t0)
                     symbolic_steps += 1
                     if not outcome.ok:
                         failed = outcome
                         break
+                    self._progress(deadline, deadline.clock() - c0)
                     actions += outcome.actions
                     states += outcome.states
                 if failed is None:
