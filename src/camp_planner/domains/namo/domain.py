@@ -44,7 +44,8 @@ class NamoDomain(Domain):
     # 3: CSI samples put the robot only where it stands free. 4: approach poses verified by
     # a simulated pick; inferred clearing orders forgotten before observed obstructions.
     # 5: TAMP restarts an attempt past 2 s, or caught in a loop, with fresh samples.
-    version = "5"
+    # 6: the 2 s count only the time an attempt is stalled (restart_clock: stalled).
+    version = "6"
     csi_version = "3"
     baselines = ("stilman",)
 
@@ -98,9 +99,20 @@ class NamoDomain(Domain):
             # samples: on the eval's 90 tail runs, in three back-to-back pairs against none,
             # no run of 270 failed (1-2 of 90 did without) and the mean fell 0.08-0.21 s
             # (docs/results.md).
+            # The cutoff counts only time not spent refining steps that succeeded
+            # (restart_clock: stalled), so a task that must clear seven boxes is not cut off
+            # for its length. In the cluttered world the wall clock cut off attempts in 17
+            # of 30 runs and raised the mean from 3.75 s (no restarts) to 4.46 s; the
+            # stalled clock cut off 5 and brought it to 3.39 s (1.05 s against 1.10 s on
+            # the default world's 90 runs).
             # Stilman's algorithm keeps none: its mean rose with them.
             "planners": {
-                "tamp": {"fd_mode": "resident", "guide": "doors", "restart_s": 2.0},
+                "tamp": {
+                    "fd_mode": "resident",
+                    "guide": "doors",
+                    "restart_s": 2.0,
+                    "restart_clock": "stalled",
+                },
                 "stilman": {"guide": "doors"},
             },
         }
