@@ -35,6 +35,7 @@ from typing import Any
 from camp_planner.config import parse_settings
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import run_episode
+from camp_planner.core.planner import Planner
 from camp_planner.planners import make_planner
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
@@ -128,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(pipe: Pipeline, args: argparse.Namespace, seed: int = 0) -> Any:
+def _settings(pipe: Pipeline, args: argparse.Namespace, seed: int = 0) -> Planner:
     """The planner under test, with the configuration's settings and ``--set``'s on top."""
     settings = {**pipe.planner_settings(args.planner), **args.overrides}
     return make_planner(args.planner, seed=seed, **settings)
