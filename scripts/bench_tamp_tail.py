@@ -74,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     base = Pipeline.create("namo", args.config, DEFAULT_ARTIFACTS)
     try:  # a setting the planner does not take, or a bad value, before any run
-        _settings(base, args)
+        _planner(base, args)
     except (TypeError, ValueError) as exc:
         print(f"bench_tamp_tail: error: --set: {exc}", file=sys.stderr)
         return 2
@@ -129,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(pipe: Pipeline, args: argparse.Namespace, seed: int = 0) -> Planner:
+def _planner(pipe: Pipeline, args: argparse.Namespace, seed: int = 0) -> Planner:
     """The planner under test, with the configuration's settings and ``--set``'s on top."""
     settings = {**pipe.planner_settings(args.planner), **args.overrides}
     return make_planner(args.planner, seed=seed, **settings)
@@ -140,7 +140,7 @@ def _one(
 ) -> dict[str, Any]:
     """One episode of the planner in the full task, with the planner's statistics."""
     mdp = pipe.domain.make_mdp(task, pipe.config)
-    solver = _settings(pipe, args, seed)
+    solver = _planner(pipe, args, seed)
     try:
         result = run_episode(
             mdp,
