@@ -38,4 +38,5 @@ def namo_tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     config.write_text(TINY_NAMO)
     args = ["train", "--domain", "namo", "--planner", "tamp", "--config", str(config)]
     assert main([*args, "--workers", "1", "--artifacts", str(root / "artifacts")]) == 0
-    return config, root / "artifacts" / "namo" / "tamp" / "seed0" / "selector.pt"
+    (bundle,) = (root / "artifacts" / "namo" / "tamp" / "seed0").glob("selector-*.pt")
+    return config, bundle

@@ -357,11 +357,11 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _plan_bundle(args: argparse.Namespace, pipe: Any) -> Path | None:
     """The selector bundle ``camp plan`` chooses contexts with, if any."""
-    from camp_planner.learning.bundle import shipped_bundle
+    from camp_planner.learning.bundle import shipped_bundle, trained_bundle
 
     if args.bundle is not None:
         return Path(args.bundle)
-    trained = args.artifacts / pipe.domain.name / args.planner / f"seed{args.seed}" / "selector.pt"
+    trained = trained_bundle(args.artifacts, pipe.domain.name, args.planner, args.seed, pipe.config)
     if trained.is_file():
         return Path(trained)
     return shipped_bundle(pipe.domain.name, args.planner)
@@ -418,13 +418,20 @@ def _train(args: argparse.Namespace) -> int:
 def _select(args: argparse.Namespace) -> int:
     import time
 
-    from camp_planner.learning.bundle import load_bundle
+    from camp_planner.learning.bundle import load_bundle, trained_bundle
     from camp_planner.learning.methods import CampMethod
 
     pipe = _pipeline(args)
-    trained = args.artifacts / pipe.domain.name / args.planner / f"seed{args.seed}" / "selector.pt"
+    trained = trained_bundle(args.artifacts, pipe.domain.name, args.planner, args.seed, pipe.config)
     # As `camp plan` does: a bundle named, else the one `camp train` wrote, else the shipped.
     path = _plan_bundle(args, pipe) or trained
+    if path == trained and not trained.is_file():
+        others = sorted(p.name for p in trained.parent.glob("selector*.pt"))
+        hint = f" (bundles for other configurations: {', '.join(others)})" if others else ""
+        raise CampError(
+            f"no selector bundle trained for this configuration at {trained}{hint}; "
+            "run `camp train` first with the same --config"
+        )
     bundle = load_bundle(path, pipe.domain.name, pipe.domain.version)
     task = pipe.task(args.split, args.task)
     mdp = pipe.domain.make_mdp(task, pipe.config)

@@ -259,3 +259,45 @@ def test_an_unnamed_planner_is_the_domains_own(domain: str, planner: str) -> Non
     named = build_parser().parse_args(["eval", "--domain", domain, "--planner", "mcts"])
     _pipeline(named)
     assert named.planner == "mcts"
+
+
+TINY_GRID = """\
+tasks: {train: 6, test: 2}
+contexts: {max_contexts: 5}
+csi: {k1: 10, k2: 5, tasks: 2}
+selector: {max_iterations: 30}
+"""
+
+
+@pytest.mark.slow
+def test_bundles_trained_for_two_configurations_are_kept_apart(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    artifacts = tmp_path / "artifacts"
+    configs = {}
+    for name, extra in (("a", ""), ("b", "lambda: {bfs_replan: 7.0}\n")):
+        configs[name] = tmp_path / f"{name}.yaml"
+        configs[name].write_text(TINY_GRID + extra)
+    common = ["--planner", "bfs_replan", "--artifacts", str(artifacts), "--json"]
+    bundles = {}
+    for name, cfg in configs.items():
+        assert main(["train", "--config", str(cfg), *common]) == 0
+        bundles[name] = json.loads(capsys.readouterr().out)["bundle"]
+    # Training the second world wrote a bundle of its own instead of replacing the first.
+    assert bundles["a"] != bundles["b"]
+    assert all(Path(b).is_file() for b in bundles.values())
+    for name, cfg in configs.items():
+        assert main(["select", "--config", str(cfg), *common]) == 0
+        assert json.loads(capsys.readouterr().out)["bundle"] == bundles[name]
+    # A world nobody trained for does not borrow another world's selector.
+    other = tmp_path / "c.yaml"
+    other.write_text(TINY_GRID + "lambda: {bfs_replan: 9.0}\n")
+    assert main(["select", "--config", str(other), *common]) == 2
+    err = capsys.readouterr().err
+    assert "no selector bundle trained for this configuration" in err
+    assert Path(bundles["a"]).name in err and Path(bundles["b"]).name in err
+    # The run's own seed is not part of the key (`camp eval` shifts it to draw new tasks).
+    shifted = tmp_path / "a-seed.yaml"
+    shifted.write_text(TINY_GRID + "seed: 5\n")
+    assert main(["select", "--config", str(shifted), *common]) == 0
+    assert json.loads(capsys.readouterr().out)["bundle"] == bundles["a"]

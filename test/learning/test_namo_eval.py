@@ -35,5 +35,5 @@ def test_namo_eval_runs_end_to_end(tmp_path: Path) -> None:
     assert {"camp", "pure", "stilman"} <= set(methods)
     assert (out / "plot.png").stat().st_size > 5_000
     assert (out / "table.md").read_text().count("|") > 10
-    bundle = next((tmp_path / "artifacts" / "namo" / "tamp").glob("seed0/selector.pt"))
+    bundle = next((tmp_path / "artifacts" / "namo" / "tamp").glob("seed0/selector-*.pt"))
     assert bundle.stat().st_size > 0

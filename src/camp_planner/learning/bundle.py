@@ -8,8 +8,10 @@ another domain, or one written by an incompatible format gives a clear :class:`C
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,22 @@ from camp_planner.learning.selector import ContextSelector, SelectorConfig
 BUNDLE_FORMAT = 1
 # Bundles that ship inside the package, as ``<domain>-<planner>.pt``.
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+def trained_bundle(
+    artifacts: Path, domain: str, planner: str, seed: int, config: Mapping[str, Any]
+) -> Path:
+    """Where ``camp train`` (and each seed of ``camp eval``) keeps the bundle it trains for
+    ``config``, and where ``camp plan``/``camp select`` look for it.
+
+    Keyed by the configuration: a bundle trained in another world (``namo-cluttered.yaml``
+    against the default) must neither overwrite this one nor be picked up for it. The
+    configuration's own ``seed`` is left out of the key because ``camp eval`` shifts it per
+    run to draw new tasks; the run is already in the ``seed<K>`` folder.
+    """
+    key = json.dumps({k: v for k, v in config.items() if k != "seed"}, sort_keys=True, default=str)
+    digest = hashlib.sha1(key.encode()).hexdigest()[:10]
+    return artifacts / domain / planner / f"seed{seed}" / f"selector-{digest}.pt"
 
 
 def shipped_bundle(domain: str, planner: str) -> Path | None:

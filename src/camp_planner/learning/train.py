@@ -209,7 +209,7 @@ def train(
     progress: bool = True,
 ) -> TrainResult:
     """The paper's selector learning (appendix B) with a checkpointed score matrix."""
-    from camp_planner.learning.bundle import Bundle
+    from camp_planner.learning.bundle import Bundle, trained_bundle
     from camp_planner.learning.selector import ContextSelector, SelectorConfig
 
     cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": seed})
@@ -239,7 +239,6 @@ def train(
         if bar is not None:
             bar.close()
     counts = Counter(contexts[i].name for i in labels)
-    out_dir = artifacts / pipe.domain.name / planner / f"seed{seed}"
     bundle = Bundle(
         domain=pipe.domain.name,
         domain_version=pipe.domain.version,
@@ -257,9 +256,12 @@ def train(
             "config": pipe.config,
         },
     )
-    path = out_dir / "selector.pt"
+    path = trained_bundle(artifacts, pipe.domain.name, planner, seed, pipe.config)
     bundle.save(path)
-    (out_dir / "train_scores.json").write_text(json.dumps(labelled.to_json(), indent=1))
+    # Beside its bundle, under the same key: what the selector was trained on.
+    path.with_name(path.stem.replace("selector", "train_scores", 1) + ".json").write_text(
+        json.dumps(labelled.to_json(), indent=1)
+    )
     return TrainResult(path, matrix, stats, report.iterations, report.final_loss, dict(counts))
 
 
