@@ -40,6 +40,7 @@ from camp_planner.learning.selector import (
 )
 from camp_planner.learning.structural import selector_input
 from camp_planner.learning.train import cached_matrix, selector_targets
+from camp_planner.progress import progress_bar
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 Variant = tuple[str, str, float, frozenset[str]]  # model, label kind, temperature, flags
@@ -133,6 +134,15 @@ def _picks(
     return picks
 
 
+def _fit(selector: ContextSelector, x: np.ndarray, y: np.ndarray, desc: str) -> None:
+    """Train ``selector``, with a progress bar: the CNN takes minutes per training."""
+    bar = progress_bar(selector.cfg.max_iterations, desc)
+    try:
+        selector.fit(x, y, bar.update)
+    finally:
+        bar.close()
+
+
 def study_seed(
     base: Pipeline,
     artifacts: Path,
@@ -179,7 +189,7 @@ def study_seed(
         y_train = np.asarray(selector_targets(train, cfg))
         if folds == 0:
             selector = ContextSelector(tuple(x_train.shape[1:]), len(contexts), cfg)
-            selector.fit(x_train, y_train)
+            _fit(selector, x_train, y_train, f"seed {seed}, {variant_name(variant)}: training")
             picks = _picks(pipe, selector, cfg, model, scored, scored.tasks, scored_tasks, lam)
         else:
             picks = [0.0] * len(train.tasks)
@@ -187,7 +197,12 @@ def study_seed(
                 held = [i for i in range(len(train.tasks)) if i % folds == fold]
                 kept = [i for i in range(len(train.tasks)) if i % folds != fold]
                 selector = ContextSelector(tuple(x_train.shape[1:]), len(contexts), cfg)
-                selector.fit(x_train[kept], y_train[kept])
+                _fit(
+                    selector,
+                    x_train[kept],
+                    y_train[kept],
+                    f"seed {seed}, {variant_name(variant)}, fold {fold + 1}/{folds}: training",
+                )
                 fold_picks = _picks(
                     pipe,
                     selector,

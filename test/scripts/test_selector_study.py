@@ -67,7 +67,10 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
     for name, row in rows.items():
         assert len(row["per_task"][0]) == 2
         assert all(o >= v for o, v in zip(oracle, row["per_task"][0], strict=True)), name
-    assert "regression:5:noscreen" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "regression:5:noscreen" in captured.out
+    # Each training reports its progress (the CNN's take minutes).
+    assert "seed 0, multilabel:5: training" in captured.err
     # Cross-validation on the training tasks: every training task gets a pick, none beats
     # that task's best context.
     assert study_script.main([*study, "--folds", "2"]) == 0
@@ -76,4 +79,6 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
     for name, row in rows.items():
         assert len(row["per_task"][0]) == 5
         assert all(o >= v for o, v in zip(oracle, row["per_task"][0], strict=True)), name
-    assert "cross-validation" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "cross-validation" in captured.out
+    assert "seed 0, multilabel:5, fold 2/2: training" in captured.err
