@@ -93,8 +93,7 @@ def spin_nodes(nodes: Sequence[Node], threads: int = 4, kind: str | None = None)
     finally:
         if rclpy.ok():
             rclpy.shutdown()
-        # Bounded: with no limit it waits for every callback in progress, and a callback
-        # blocked on a peer that is shutting down as well kept a node alive past SIGINT.
+        # Bounded: with no limit it waits for every callback in progress, however long.
         executor.shutdown(timeout_sec=10.0)
         for node in nodes:
             node.destroy_node()
