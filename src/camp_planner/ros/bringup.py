@@ -9,7 +9,9 @@ launch file does), and watches ``/camp_planner/status`` and ``/execution_report`
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -47,6 +49,7 @@ def start_node(factory: Callable[[], Node]) -> Node:
     unknown domain or planner) ends the process with one clear line and status 2."""
     from camp_planner.core.errors import CampError
 
+    enable_stack_dumps()
     try:
         return factory()
     except CampError as exc:
@@ -54,6 +57,12 @@ def start_node(factory: Callable[[], Node]) -> Node:
         if rclpy.ok():
             rclpy.shutdown()
         raise SystemExit(2) from None
+
+
+def enable_stack_dumps() -> None:
+    """``kill -USR1 <pid>`` prints every thread's stack to stderr: what a node that does not
+    stop is doing (:func:`stop_processes` asks for it before it kills one)."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
 def make_executor(kind: str | None = None, threads: int = 4) -> Any:
@@ -159,11 +168,18 @@ def start_processes(
 def stop_processes(procs: Sequence[subprocess.Popen[bytes]]) -> None:
     for p in procs:
         if p.poll() is None:
-            p.send_signal(2)  # SIGINT: the nodes' own clean shutdown
+            p.send_signal(signal.SIGINT)  # the nodes' own clean shutdown
     deadline = time.monotonic() + 30  # a node mid-render on a loaded machine needs a while
     for p in procs:
         try:
             p.wait(max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            print(
+                f"camp_planner: process {p.pid} ({p.args!r}) did not stop on SIGINT; its threads:",
+                file=sys.stderr,
+                flush=True,
+            )
+            p.send_signal(signal.SIGUSR1)
+            time.sleep(2.0)
             p.kill()
             p.wait()
