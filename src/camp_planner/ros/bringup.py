@@ -165,11 +165,14 @@ def start_processes(
     return [subprocess.Popen(node_command(n, params), env=env) for n in names]
 
 
-def stop_processes(procs: Sequence[subprocess.Popen[bytes]]) -> None:
+def stop_processes(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 30.0) -> None:
+    """SIGINT every process (the nodes' own clean shutdown); one still running ``grace_s``
+    later prints its threads' stacks (SIGUSR1, see :func:`enable_stack_dumps`) and is
+    killed. 30 s by default: a node mid-render on a loaded machine needs a while."""
     for p in procs:
         if p.poll() is None:
-            p.send_signal(signal.SIGINT)  # the nodes' own clean shutdown
-    deadline = time.monotonic() + 30  # a node mid-render on a loaded machine needs a while
+            p.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + grace_s
     for p in procs:
         try:
             p.wait(max(0.1, deadline - time.monotonic()))

@@ -1,0 +1,40 @@
+"""Stopping node processes: one that ignores SIGINT leaves its threads' stacks in the log
+before it is killed, so a shutdown hang can be diagnosed from a CI log."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.ros]
+
+# Stands in for a node stuck in shutdown: SIGINT ignored, a thread blocked in a named function.
+STUCK = """
+import signal, threading, time
+from camp_planner.ros.bringup import enable_stack_dumps
+enable_stack_dumps()
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+def blocked_in_teardown():
+    time.sleep(600)
+threading.Thread(target=blocked_in_teardown, daemon=True).start()
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_process_that_ignores_sigint_prints_its_stacks_and_is_killed() -> None:
+    from camp_planner.ros.bringup import stop_processes
+
+    stuck = subprocess.Popen(
+        [sys.executable, "-c", STUCK], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    polite = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    assert stuck.stdout is not None and stuck.stdout.readline() == b"ready\n"
+    stop_processes([stuck, polite], grace_s=1.0)
+    assert polite.returncode == -2  # SIGINT: Python's KeyboardInterrupt at exit
+    assert stuck.returncode == -9
+    assert stuck.stderr is not None
+    stacks = stuck.stderr.read().decode()
+    assert "blocked_in_teardown" in stacks and "Thread 0x" in stacks
