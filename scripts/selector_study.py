@@ -39,7 +39,7 @@ from camp_planner.learning.selector import (
     SelectorConfig,
 )
 from camp_planner.learning.structural import selector_input
-from camp_planner.learning.train import cached_matrix, selector_targets
+from camp_planner.learning.train import cached_matrix, selector_targets, training_mask
 from camp_planner.progress import progress_bar
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
@@ -49,6 +49,7 @@ FLAGS: dict[str, tuple[str, bool]] = {
     "noscreen": ("screen", False),
     "fallback": ("fallback_labels", True),
     "nobias": ("structural_context_bias", False),
+    "screened": ("learn_screened_only", True),
 }
 
 
@@ -56,7 +57,9 @@ def parse_variant(text: str) -> Variant:
     """``[MODEL/]KIND[:TEMPERATURE][:FLAG ...]``, e.g. ``structural/regression:5:noscreen``.
     Flags: ``noscreen`` (``selector.screen: false``), ``fallback`` (labels valued with the
     fallback to the universal context, ``selector.fallback_labels``), ``nobias`` (the
-    structural model without its per-context bias, ``selector.structural_context_bias``)."""
+    structural model without its per-context bias, ``selector.structural_context_bias``),
+    ``screened`` (the loss counts only the pairs the screen keeps,
+    ``selector.learn_screened_only``)."""
     model, _, rest_text = text.rpartition("/")
     model = model or "net"
     if model not in MODELS:
@@ -134,11 +137,17 @@ def _picks(
     return picks
 
 
-def _fit(selector: ContextSelector, x: np.ndarray, y: np.ndarray, desc: str) -> None:
+def _fit(
+    selector: ContextSelector,
+    x: np.ndarray,
+    y: np.ndarray,
+    desc: str,
+    mask: np.ndarray | None = None,
+) -> None:
     """Train ``selector``, with a progress bar: the CNN takes minutes per training."""
     bar = progress_bar(selector.cfg.max_iterations, desc)
     try:
-        selector.fit(x, y, bar.update)
+        selector.fit(x, y, bar.update, mask)
     finally:
         bar.close()
 
@@ -187,9 +196,16 @@ def study_seed(
             [selector_input(pipe, t, model, contexts, pipe.relevant) for t in train_tasks]
         )
         y_train = np.asarray(selector_targets(train, cfg))
+        mask = training_mask(pipe, train_tasks, contexts, cfg)
         if folds == 0:
             selector = ContextSelector(tuple(x_train.shape[1:]), len(contexts), cfg)
-            _fit(selector, x_train, y_train, f"seed {seed}, {variant_name(variant)}: training")
+            _fit(
+                selector,
+                x_train,
+                y_train,
+                f"seed {seed}, {variant_name(variant)}: training",
+                mask,
+            )
             picks = _picks(pipe, selector, cfg, model, scored, scored.tasks, scored_tasks, lam)
         else:
             picks = [0.0] * len(train.tasks)
@@ -202,6 +218,7 @@ def study_seed(
                     x_train[kept],
                     y_train[kept],
                     f"seed {seed}, {variant_name(variant)}, fold {fold + 1}/{folds}: training",
+                    None if mask is None else mask[kept],
                 )
                 fold_picks = _picks(
                     pipe,
@@ -230,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         "--variant",
         action="append",
         type=parse_variant,
-        help="[MODEL/]KIND[:TEMPERATURE][:noscreen], e.g. multilabel:5 or "
+        help="[MODEL/]KIND[:TEMPERATURE][:FLAG ...] with flags noscreen, fallback, nobias, "
+        "screened, e.g. multilabel:5 or "
         "structural/regression:5:noscreen (repeatable; default: those two)",
     )
     parser.add_argument(

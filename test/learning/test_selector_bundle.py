@@ -162,3 +162,42 @@ def test_symlog_is_an_order_preserving_inverse_pair() -> None:
     squashed = symlog(values, 5.0)
     assert (np.diff(squashed) > 0).all()
     assert symexp(squashed, 5.0) == pytest.approx(values)
+
+
+def test_a_loss_mask_leaves_out_the_pairs_selection_never_ranks() -> None:
+    x, _ = _vector_data()
+    rng = np.random.default_rng(5)
+    # Context 0 is best (+60) wherever it can reach the goal, and an instant failure where
+    # it cannot (a sink, here -5000); which tasks those are does not show in the features
+    # (the map's doors), so only the screen knows. Context 3 is a safe -20 everywhere.
+    reachable = rng.random(len(x)) < 0.5
+    objectives = np.full((len(x), 4), -2000.0)
+    objectives[:, 3] = -20.0
+    objectives[:, 0] = np.where(reachable, 60.0, -5000.0)
+    mask = np.ones((len(x), 4), dtype=bool)
+    mask[:, 0] = reachable
+    cfg = SelectorConfig(learning_rate=1e-2, max_iterations=3000, seed=2, labels="regression")
+    plain = ContextSelector((4,), 4, cfg)
+    plain.fit(x, objectives)
+    masked = ContextSelector((4,), 4, cfg)
+    masked.fit(x, objectives, mask=mask)
+    # On new tasks, unmasked, the failures it memorised drag context 0 under the safe
+    # context on many; masked, it is learned from the tasks it can serve and ranked first
+    # on all (the screen removes it where it cannot reach the goal).
+    fresh = rng.normal(size=(200, 4)).astype(np.float32)
+    assert (plain.predict_proba(fresh).argmax(axis=1) == 0).mean() < 0.8
+    assert (masked.predict_proba(fresh).argmax(axis=1) == 0).all()
+    with pytest.raises(CampError, match="boolean tasks × contexts"):
+        masked.fit(x, objectives, mask=mask[:, :3])
+    empty = mask.copy()
+    empty[0] = False
+    with pytest.raises(CampError, match="no context"):
+        masked.fit(x, objectives, mask=empty)
+    with pytest.raises(CampError, match="regression or multilabel"):
+        ContextSelector((4,), 4, FAST).fit(x, np.zeros(len(x), dtype=int), mask=mask)
+    with pytest.raises(CampError, match="learn_screened_only"):
+        SelectorConfig.from_mapping({"learn_screened_only": True, "labels": "hard"})
+    with pytest.raises(CampError, match="learn_screened_only"):
+        SelectorConfig.from_mapping(
+            {"learn_screened_only": True, "labels": "regression", "screen": False}
+        )

@@ -140,3 +140,21 @@ def test_camp_method_selects_with_a_structural_selector(tmp_path: Path) -> None:
     kept, _ = method.selection(pipe, pipe.task("test", 0))
     assert kept[0][0] == Context.universal()
     assert method.evaluate(pipe, "bfs_replan", 0, seed=0).context_id == "universal"
+
+
+def test_training_mask_keeps_the_pairs_the_screen_keeps(tmp_path: Path) -> None:
+    from camp_planner.learning.train import training_mask
+
+    pipe = _pipe(tmp_path)
+    tasks = [pipe.task("train", i) for i in range(3)]
+    contexts = [Context.universal(), _without({0}), _without({4})]
+    cfg = SelectorConfig(labels="regression")
+    assert training_mask(pipe, tasks, contexts, cfg) is None  # off unless asked for
+    mask = training_mask(
+        pipe, tasks, contexts, SelectorConfig(labels="regression", learn_screened_only=True)
+    )
+    assert mask is not None and mask.shape == (3, 3) and mask.dtype == np.bool_
+    for row, task in zip(mask, tasks, strict=True):
+        graph = pipe.domain.region_graph(task)
+        assert list(row) == [graph.can_reach_goal(c) for c in contexts]
+    assert mask[:, 0].all() and not mask[:, 1].any()  # the start room is 0

@@ -48,6 +48,7 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
     common = ["--domain", "gridworld", "--config", str(cfg), "--artifacts", str(tmp_path / "a")]
     study = [*common, "--planner", "bfs_replan", "--variant", "multilabel:5"]
     study += ["--variant", "regression:5:noscreen", "--variant", "regression:5:fallback"]
+    study += ["--variant", "regression:5:screened"]
     study += ["--json", str(tmp_path / "s.json")]
     # Nothing scored yet: a clear error, not hours of planning.
     assert study_script.main(study) == 2
@@ -62,6 +63,7 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
         "multilabel:5",
         "regression:5:noscreen",
         "regression:5:fallback",
+        "regression:5:screened",
     }
     oracle = rows["oracle"]["per_task"][0]
     for name, row in rows.items():

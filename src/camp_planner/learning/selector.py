@@ -90,6 +90,11 @@ class SelectorConfig:
     # Learn from the per-(task, context) mean of this many independent scorings (planner
     # seeds apart): one run of a randomised planner is a noisy label (labels.ScoreMatrix.mean).
     label_repeats: int = 1
+    # Regression and multilabel selectors: leave the (task, context) pairs the screen
+    # rejects (the context's regions cannot join start and goal on that task's map) out of
+    # the loss. Selection never ranks them, so the network need not learn from images which
+    # doors a task has; it spends its capacity on ranking the contexts that can succeed.
+    learn_screened_only: bool = False
 
     @staticmethod
     def from_mapping(data: dict[str, Any]) -> SelectorConfig:
@@ -109,6 +114,13 @@ class SelectorConfig:
             raise CampError(f"selector.label_repeats must be at least 1, got {cfg.label_repeats}")
         if cfg.model not in MODELS:
             raise CampError(f"selector.model must be one of {', '.join(MODELS)}, got {cfg.model!r}")
+        if cfg.learn_screened_only and (
+            not cfg.screen or cfg.labels not in ("regression", "multilabel")
+        ):
+            raise CampError(
+                "selector.learn_screened_only needs selector.screen: true and regression or "
+                f"multilabel labels (got screen: {cfg.screen}, labels: {cfg.labels!r})"
+            )
         return cfg
 
     def to_json(self) -> dict[str, Any]:
@@ -171,6 +183,35 @@ def build_network(input_shape: tuple[int, ...], n_out: int, cfg: SelectorConfig)
     )
 
 
+class _MaskedLoss(nn.Module):
+    """An element-wise loss averaged over the pairs ``mask`` keeps."""
+
+    def __init__(self, loss: nn.Module, mask: torch.Tensor) -> None:
+        super().__init__()
+        self.loss, self.mask = loss, mask
+        self.count = mask.sum()
+
+    def forward(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = (self.loss(output, target) * self.mask).sum() / self.count
+        return out
+
+
+def _masked_loss(mask: np.ndarray, shape: tuple[int, int], labels: str) -> nn.Module:
+    keep = np.asarray(mask)
+    if labels not in ("regression", "multilabel"):
+        raise CampError(f"a loss mask needs regression or multilabel labels, not {labels!r}")
+    if keep.shape != shape or keep.dtype != np.bool_:
+        raise CampError(f"the loss mask must be a boolean tasks × contexts array {shape}")
+    if not keep.any(axis=1).all():
+        raise CampError("the loss mask leaves a task with no context to learn from")
+    element: nn.Module = (
+        nn.MSELoss(reduction="none")
+        if labels == "regression"
+        else nn.BCEWithLogitsLoss(reduction="none")
+    )
+    return _MaskedLoss(element, torch.as_tensor(keep, dtype=torch.float32))
+
+
 @dataclass
 class TrainingReport:
     iterations: int
@@ -207,9 +248,12 @@ class ContextSelector:
         x: np.ndarray,
         labels: np.ndarray,
         progress: Callable[[int], None] | None = None,
+        mask: np.ndarray | None = None,
     ) -> TrainingReport:
         """Full-batch Adam on cross-entropy until the loss target or the iteration cap;
         ``progress`` is told every ``PROGRESS_EVERY`` iterations how many more were done.
+        ``mask`` (regression and multilabel labels: tasks × contexts, true where the pair
+        counts) leaves the other pairs out of the loss; their targets may be anything finite.
 
         ``labels`` are class indices (the paper's hard labels) or, as a 2-D array, target
         distributions over the contexts (soft labels). With soft labels the stopping rule
@@ -249,6 +293,8 @@ class ContextSelector:
             targets = torch.as_tensor(raw, dtype=torch.long)
             if targets.min() < 0 or targets.max() >= self.n_contexts:
                 raise CampError("labels must index the context list")
+        if mask is not None:
+            loss_fn = _masked_loss(mask, (len(arr), self.n_contexts), self.cfg.labels)
         torch.manual_seed(self.cfg.seed)
         # CPU kernels of these layers are deterministic; seeding makes the run repeatable.
         with torch.random.fork_rng():

@@ -31,7 +31,12 @@ from camp_planner.learning.labels import ScoreMatrix
 from camp_planner.learning.methods import CampMethod, Method, Pure
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
 from camp_planner.learning.structural import selector_input
-from camp_planner.learning.train import learn_all_csis, score_repeats, selector_targets
+from camp_planner.learning.train import (
+    learn_all_csis,
+    score_repeats,
+    selector_targets,
+    training_mask,
+)
 from camp_planner.workflow import Pipeline
 
 
@@ -57,7 +62,8 @@ def _camp_on_test(
         ]
     )
     selector = ContextSelector(tuple(features.shape[1:]), len(pipe.space), cfg)
-    selector.fit(features, selector_targets(matrix, cfg, lam, tasks))
+    mask = training_mask(pipe, [pipe.task("train", t) for t in tasks], contexts, cfg)
+    selector.fit(features, selector_targets(matrix, cfg, lam, tasks), None, mask)
     csis = {c.id: r for c in pipe.space if (r := pipe.store.cached(c)) is not None}
     bundle = Bundle(pipe.domain.name, pipe.domain.version, pipe.space, csis, selector, {})
     return _summarise(CampMethod(bundle), pipe, planner, seed)

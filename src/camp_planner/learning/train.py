@@ -200,6 +200,22 @@ def selector_targets(
     return matrix.targets(cfg.labels, cfg.temperature, lam, tasks, fallback=fallback)
 
 
+def training_mask(
+    pipe: Pipeline, tasks: Sequence[Any], contexts: Sequence[Context], cfg: SelectorConfig
+) -> np.ndarray | None:
+    """With ``selector.learn_screened_only``, which (task, context) pairs the loss counts:
+    those the screen keeps (the context's regions can join start and goal on that task's
+    map); None otherwise, or for a domain without maps."""
+    if not cfg.learn_screened_only:
+        return None
+    graphs = [pipe.domain.region_graph(t) for t in tasks]
+    if all(g is None for g in graphs):
+        return None
+    return np.array(
+        [[g is None or g.can_reach_goal(c) for c in contexts] for g in graphs], dtype=bool
+    )
+
+
 def train(
     pipe: Pipeline,
     artifacts: Path,
@@ -233,7 +249,10 @@ def train(
     )
     try:
         report = selector.fit(
-            features, selector_targets(labelled, cfg), bar.update if bar is not None else None
+            features,
+            selector_targets(labelled, cfg),
+            bar.update if bar is not None else None,
+            training_mask(pipe, pipe.tasks("train"), contexts, cfg),
         )
     finally:
         if bar is not None:
