@@ -32,6 +32,7 @@ from camp_planner.core.errors import CampError
 from camp_planner.core.feasibility import screen
 from camp_planner.learning.evaluate import seed_pipeline
 from camp_planner.learning.labels import PLANNING_FAILURES, ScoreMatrix
+from camp_planner.learning.methods import attempt_budget
 from camp_planner.learning.selector import (
     LABEL_KINDS,
     MODELS,
@@ -82,6 +83,19 @@ def parse_variant(text: str) -> Variant:
     return model, kind, value, frozenset(flags)
 
 
+def parse_budget(text: str) -> float | None:
+    """An attempt budget in seconds, or ``none`` for none."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds or 'none', got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("an attempt budget must be positive")
+    return value
+
+
 def variant_name(variant: Variant) -> str:
     model, kind, temp, flags = variant
     prefix = "" if model == "net" else f"{model}/"
@@ -96,36 +110,46 @@ def variant_settings(variant: Variant) -> dict[str, Any]:
     return settings
 
 
-def with_fallbacks(test: ScoreMatrix, task: int, order: list[str], lam: float) -> float:
+def with_fallbacks(
+    test: ScoreMatrix,
+    task: int,
+    order: list[str],
+    lam: float,
+    budget: float | None = None,
+    universal: str = "universal",
+) -> float:
     """The objective of trying ``order`` until a context does not fail, modelled from the
     scores: a failed attempt costs its compute time (λ·t) and the next one starts afresh.
     Exact when planning fails before the first action (value iteration, Fast Downward);
-    an approximation when it fails mid-episode."""
+    an approximation when it fails mid-episode. With ``budget`` (``camp.attempt_budget_s``),
+    a context other than ``universal`` whose scored run took longer is taken to have been
+    cut off there, at a cost of λ·budget: its run up to the budget is assumed to match the
+    scored one."""
     spent = 0.0
     for cid in order:
         score = test.get(task, cid)
+        if budget is not None and cid != universal and score.compute_time_s > budget:
+            spent += lam * budget
+            continue
         if score.outcome not in PLANNING_FAILURES:
             return score.objective - spent
         spent += lam * score.compute_time_s
     return -spent
 
 
-def _picks(
+def _orders(
     pipe: Pipeline,
     selector: ContextSelector,
     cfg: SelectorConfig,
     model: str,
-    scores: ScoreMatrix,
-    tasks: list[int],
     task_objects: list[Any],
-    lam: float,
-) -> list[float]:
-    """The objective of each task's pick, as the CAMP method picks: the first ranked context
-    (screened), up to two fallbacks, then the universal one."""
+) -> list[list[str]]:
+    """The contexts each task is planned with, in turn, as the CAMP method picks them: the
+    first ranked context (screened), up to two fallbacks, then the universal one."""
     contexts = list(pipe.space)
     universal = next(c.id for c in contexts if c.is_universal)
-    picks = []
-    for t, task in zip(tasks, task_objects, strict=True):
+    orders = []
+    for task in task_objects:
         x = selector_input(pipe, task, model, contexts, pipe.relevant)
         ranked = [(contexts[i], p) for i, p in selector.ranked(x)]
         if cfg.screen:
@@ -133,8 +157,15 @@ def _picks(
         order = [c.id for c, _ in ranked[:3]]
         if universal not in order:
             order.append(universal)
-        picks.append(with_fallbacks(scores, t, order, lam))
-    return picks
+        orders.append(order)
+    return orders
+
+
+def budget_name(name: str, budget: float | None, budgets: list[float | None]) -> str:
+    """A row's name: the variant's, and its attempt budget when several are compared."""
+    if len(budgets) == 1:
+        return name
+    return f"{name} (no budget)" if budget is None else f"{name} (budget {budget:g} s)"
 
 
 def _fit(
@@ -160,13 +191,16 @@ def study_seed(
     variants: list[Variant],
     folds: int = 0,
     label_repeats: int = 1,
+    budgets: list[float | None] | None = None,
 ) -> dict[str, list[float]]:
     """Per variant (and the references), the objective of each task's pick: on the test
     tasks, or with ``folds`` > 0 on the training tasks by cross-validation (each fold picked
     by a selector trained on the other folds), which chooses a variant without looking at
-    the test tasks."""
+    the test tasks. Each variant is scored under each of ``budgets`` (attempt budgets;
+    default: the configuration's ``camp.attempt_budget_s``)."""
     pipe = seed_pipeline(base, artifacts, seed)
     lam = pipe.lam(planner)
+    budgets = budgets or [attempt_budget(pipe.config)]
     # With repeats the selectors learn from, and cross-validation scores picks by, the mean
     # of the independent scorings: a steadier estimate of each pick's worth than one run.
     runs = [cached_matrix(pipe, artifacts, planner, "train", seed, r) for r in range(label_repeats)]
@@ -206,9 +240,9 @@ def study_seed(
                 f"seed {seed}, {variant_name(variant)}: training",
                 mask,
             )
-            picks = _picks(pipe, selector, cfg, model, scored, scored.tasks, scored_tasks, lam)
+            orders = _orders(pipe, selector, cfg, model, scored_tasks)
         else:
-            picks = [0.0] * len(train.tasks)
+            orders = [[] for _ in train.tasks]
             for fold in range(folds):
                 held = [i for i in range(len(train.tasks)) if i % folds == fold]
                 kept = [i for i in range(len(train.tasks)) if i % folds != fold]
@@ -220,19 +254,14 @@ def study_seed(
                     f"seed {seed}, {variant_name(variant)}, fold {fold + 1}/{folds}: training",
                     None if mask is None else mask[kept],
                 )
-                fold_picks = _picks(
-                    pipe,
-                    selector,
-                    cfg,
-                    model,
-                    train,
-                    [train.tasks[i] for i in held],
-                    [scored_tasks[i] for i in held],
-                    lam,
-                )
-                for i, value in zip(held, fold_picks, strict=True):
-                    picks[i] = value
-        out[variant_name(variant)] = picks
+                fold_orders = _orders(pipe, selector, cfg, model, [scored_tasks[i] for i in held])
+                for i, order in zip(held, fold_orders, strict=True):
+                    orders[i] = order
+        for budget in budgets:
+            out[budget_name(variant_name(variant), budget, budgets)] = [
+                with_fallbacks(scored, t, order, lam, budget, universal)
+                for t, order in zip(scored.tasks, orders, strict=True)
+            ]
     return out
 
 
@@ -265,6 +294,15 @@ def main(argv: list[str] | None = None) -> int:
         help="K > 1: training scores are the mean of K independent scorings "
         "(`selector.label_repeats: K` in `camp train` scores them)",
     )
+    parser.add_argument(
+        "--attempt-budget",
+        action="append",
+        type=parse_budget,
+        metavar="S|none",
+        help="score each variant with this camp.attempt_budget_s (seconds a context other "
+        "than the universal one may plan before the next takes over; repeatable, to compare "
+        "several; default: the configuration's)",
+    )
     parser.add_argument("--json", type=Path, help="also write the per-task objectives here")
     args = parser.parse_args(argv)
     if args.seeds < 1:
@@ -281,7 +319,14 @@ def main(argv: list[str] | None = None) -> int:
         base = Pipeline.create(args.domain, args.config, args.artifacts)
         per_seed = [
             study_seed(
-                base, args.artifacts, args.planner, s, variants, args.folds, args.label_repeats
+                base,
+                args.artifacts,
+                args.planner,
+                s,
+                variants,
+                args.folds,
+                args.label_repeats,
+                args.attempt_budget,
             )
             for s in range(args.seeds)
         ]
@@ -293,13 +338,14 @@ def main(argv: list[str] | None = None) -> int:
         f"objective of the picked context ({args.domain}, {args.planner}; {where}), mean per seed"
     )
     header = " ".join(f"{'seed ' + str(s):>9}" for s in range(args.seeds))
-    print(f"{'selector':<34} {header}      mean")
+    width = max(34, *(len(name) for name in per_seed[0]))
+    print(f"{'selector':<{width}} {header}      mean")
     rows: dict[str, Any] = {}
     for name in per_seed[0]:
         means = [statistics.fmean(run[name]) for run in per_seed]
         rows[name] = {"seed_means": means, "per_task": [run[name] for run in per_seed]}
         cells = " ".join(f"{m:9.1f}" for m in means)
-        print(f"{name:<34} {cells} {statistics.fmean(means):9.1f}")
+        print(f"{name:<{width}} {cells} {statistics.fmean(means):9.1f}")
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

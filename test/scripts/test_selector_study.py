@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -48,7 +49,7 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
     common = ["--domain", "gridworld", "--config", str(cfg), "--artifacts", str(tmp_path / "a")]
     study = [*common, "--planner", "bfs_replan", "--variant", "multilabel:5"]
     study += ["--variant", "regression:5:noscreen", "--variant", "regression:5:fallback"]
-    study += ["--variant", "regression:5:screened"]
+    study += ["--variant", "regression:5:screened", "--attempt-budget", "none"]
     study += ["--json", str(tmp_path / "s.json")]
     # Nothing scored yet: a clear error, not hours of planning.
     assert study_script.main(study) == 2
@@ -71,6 +72,11 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
         assert all(o >= v for o, v in zip(oracle, row["per_task"][0], strict=True)), name
     captured = capsys.readouterr()
     assert "regression:5:noscreen" in captured.out
+    # Several attempt budgets: one row per variant and budget.
+    assert study_script.main([*study, "--attempt-budget", "0.001"]) == 0
+    rows = json.loads((tmp_path / "s.json").read_text())
+    assert {"multilabel:5 (no budget)", "multilabel:5 (budget 0.001 s)"} <= set(rows)
+    capsys.readouterr()
     # Each training reports its progress (the CNN's take minutes).
     assert "seed 0, multilabel:5: training" in captured.err
     # Cross-validation on the training tasks: every training task gets a pick, none beats
@@ -84,3 +90,31 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
     captured = capsys.readouterr()
     assert "cross-validation" in captured.out
     assert "seed 0, multilabel:5, fold 2/2: training" in captured.err
+
+
+def test_attempt_budget_cuts_off_slow_contexts_in_the_model(
+    load_script: Callable[[str], ModuleType],
+) -> None:
+    from camp_planner.learning.labels import Score, ScoreMatrix
+
+    study = load_script("selector_study")
+
+    def score(cid: str, seconds: float, outcome: str = "goal") -> Score:
+        ok = outcome == "goal"
+        objective = (1000.0 if ok else 0.0) - 100.0 * seconds
+        return Score(0, cid, objective, 1000.0 if ok else 0.0, seconds, ok, outcome)
+
+    scores = [score("slow", 9.0), score("failed", 0.5, "no_plan"), score("universal", 1.0)]
+    matrix = ScoreMatrix(
+        [0], ["slow", "failed", "universal"], {(0, s.context_id): s for s in scores}
+    )
+    order = ["slow", "failed", "universal"]
+    assert study.with_fallbacks(matrix, 0, order, 100.0) == pytest.approx(100.0)
+    # Cut off after 2 s: 200 lost there, 50 on the failure, then the universal context's 900.
+    assert study.with_fallbacks(matrix, 0, order, 100.0, 2.0) == pytest.approx(650.0)
+    # The universal context is never cut off.
+    assert study.with_fallbacks(matrix, 0, ["universal"], 100.0, 0.5) == pytest.approx(900.0)
+    assert study.parse_budget("none") is None and study.parse_budget("2.5") == 2.5
+    for bad in ("0", "-1", "soon"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            study.parse_budget(bad)
