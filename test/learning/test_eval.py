@@ -148,3 +148,28 @@ def test_a_new_baseline_version_reruns_the_eval_but_keeps_the_labels(
     monkeypatch.setattr(Stilman, "version", "a fix")
     assert seed_cache(pipe, tmp_path, "tamp", methods, 0) != path
     assert score_checkpoint(pipe, tmp_path, "tamp", "train", 0).path == labels
+
+
+def test_median_speedups_over_pure_planning_are_reported_with_their_ceiling() -> None:
+    from camp_planner.learning.evaluate import aggregate, table_markdown
+    from camp_planner.learning.labels import Score
+
+    def run(times: list[float]) -> list[Score]:
+        return [Score(i, "c", 1000 - 100 * t, 1000.0, t, True, "goal") for i, t in enumerate(times)]
+
+    # Medians pooled over both seeds: pure 4 s, CAMP 2 s, the oracle's contexts 1 s. The
+    # means (which a slow tail decides) would give other ratios.
+    per_seed = [
+        {"camp": run([2.0, 9.0]), "pure": run([4.0, 30.0]), "oracle_rerun": run([1.0, 1.0])},
+        {"camp": run([1.0, 2.0]), "pure": run([1.0, 4.0]), "oracle_rerun": run([0.5, 5.0])},
+    ]
+    summary = aggregate(per_seed)
+    assert summary["pure"]["median_compute_time_s"] == pytest.approx(4.0)
+    assert summary["camp"]["median_speedup_over_pure"] == pytest.approx(2.0)
+    assert summary["oracle_rerun"]["median_speedup_over_pure"] == pytest.approx(4.0)
+    table = table_markdown(summary, "t")
+    assert "pure planning ÷ CAMP: 2.00×" in table
+    assert "oracle's contexts planned again: 4.00×" in table
+    del per_seed[0]["oracle_rerun"], per_seed[1]["oracle_rerun"]
+    table = table_markdown(aggregate(per_seed), "t")
+    assert "pure planning ÷ CAMP" in table and "planned again:" not in table

@@ -147,6 +147,11 @@ def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any
                 "mean": statistics.fmean(seed_means),
                 "std": statistics.pstdev(seed_means) if len(seed_means) > 1 else 0.0,
             }
+        # Pooled over every episode: NAMO's planning times are heavy-tailed, and the
+        # issue's speed-up target is a ratio of medians.
+        stats["median_compute_time_s"] = statistics.median(
+            float(s.compute_time_s) for run in per_seed for s in run[method]
+        )
         stages = stage_breakdown([run[method] for run in per_seed])
         if stages:
             stats["stage_times_s"] = stages
@@ -167,6 +172,12 @@ def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any
             out["camp"][f"fraction_of_{reference}"] = (
                 camp / oracle if oracle > 0 and camp > 0 else None
             )
+    if "pure" in out:
+        pure = out["pure"]["median_compute_time_s"]
+        for method in ("camp", "oracle_rerun"):
+            if method in out:
+                mine = out[method]["median_compute_time_s"]
+                out[method]["median_speedup_over_pure"] = pure / mine if mine > 0 else None
     return out
 
 
@@ -257,9 +268,31 @@ def table_markdown(summary: dict[str, dict[str, Any]], title: str) -> str:
             "the oracle's contexts planned again (the oracle's own figure is the best of one "
             "noisy run per context, which overstates what its choices earn on average).",
         ]
+    lines += _speedup_markdown(summary)
     lines += paired_markdown(camp.get("paired", {}))
     lines += _breakdown_markdown(summary)
     return "\n".join(lines) + "\n"
+
+
+def _speedup_markdown(summary: dict[str, dict[str, Any]]) -> list[str]:
+    """Median compute time of pure planning ÷ CAMP's, and ÷ that of the oracle's contexts
+    planned again: how much faster the contexts could make planning with a perfect choice,
+    which bounds what any selector can reach."""
+    camp = summary.get("camp", {}).get("median_speedup_over_pure")
+    if camp is None:
+        return []
+    line = (
+        f"Median compute time per episode, pure planning ÷ CAMP: {camp:.2f}× "
+        f"({summary['pure']['median_compute_time_s']:.3f} s ÷ "
+        f"{summary['camp']['median_compute_time_s']:.3f} s)"
+    )
+    ceiling = summary.get("oracle_rerun", {}).get("median_speedup_over_pure")
+    if ceiling is not None:
+        line += (
+            f"; pure planning ÷ the oracle's contexts planned again: {ceiling:.2f}× (what "
+            "the contexts are worth with a perfect choice, a bound on any selector)"
+        )
+    return ["", line + "."]
 
 
 def paired_markdown(paired: dict[str, dict[str, dict[str, Any]]], who: str = "CAMP") -> list[str]:
