@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from camp_planner.core.errors import CampError
-from camp_planner.learning.evaluate import PAIRED_METRICS, paired_markdown
+from camp_planner.learning.evaluate import PAIRED_METRICS, paired_markdown, speedup_line
 from camp_planner.learning.paired import compare_methods
 
 
@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
             f"  {p['objective_sd_per_episode']:10.0f}  {p['compute_time_mean_s']:6.2f}"
             f"  {p['compute_time_median_s']:8.2f}  {p['successes']:>5}"
         )
+    line = speedup_line({n: p["compute_time_median_s"] for n, p in pooled.items()})
+    if line is not None:
+        print(f"\n{line}")
     camp = pooled.get("camp", {})
     if camp.get("paired"):
         print("\n".join(paired_markdown(camp["paired"])))

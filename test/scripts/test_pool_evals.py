@@ -86,7 +86,12 @@ def test_camp_is_compared_with_each_method_episode_by_episode(
     assert paired["compute_time_s"]["verdict"] == "within noise"
     assert pool.main([str(a), str(b), str(c)]) == 0
     row = "| Pure planning | +10.0 [+10.0, +10.0] | 3 / 0 | CAMP ahead |"
-    assert row in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert row in out
+    # The median speed-up (CAMP's times 4, 6 and 5 s; pure planning's 5 s each); no ceiling
+    # without the oracle's contexts planned again.
+    assert "pure planning ÷ CAMP: 1.00× (5.000 s ÷ 5.000 s)." in out
+    assert "planned again" not in out
     # A method run on other episodes than CAMP's is left out of the pairing, and said so.
     d = _run(tmp_path / "d.json", [[(510.0, 4.0, True), (510.0, 4.0, True)]])
     assert pool.pool([d])["camp"]["unpaired"] == ["pure"]

@@ -15,7 +15,7 @@ import hashlib
 import json
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -172,13 +172,44 @@ def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any
             out["camp"][f"fraction_of_{reference}"] = (
                 camp / oracle if oracle > 0 and camp > 0 else None
             )
-    if "pure" in out:
-        pure = out["pure"]["median_compute_time_s"]
-        for method in ("camp", "oracle_rerun"):
-            if method in out:
-                mine = out[method]["median_compute_time_s"]
-                out[method]["median_speedup_over_pure"] = pure / mine if mine > 0 else None
+    speedups = median_speedups({m: out[m]["median_compute_time_s"] for m in out})
+    for method, ratio in speedups.items():
+        out[method]["median_speedup_over_pure"] = ratio
     return out
+
+
+def median_speedups(medians: Mapping[str, float]) -> dict[str, float | None]:
+    """Pure planning's median compute time ÷ CAMP's and ÷ that of the oracle's contexts
+    planned again, for those of the three in ``medians`` (method → median seconds)."""
+    if "pure" not in medians:
+        return {}
+    pure = medians["pure"]
+    return {
+        m: (pure / medians[m] if medians[m] > 0 else None)
+        for m in ("camp", "oracle_rerun")
+        if m in medians
+    }
+
+
+def speedup_line(medians: Mapping[str, float]) -> str | None:
+    """The median speed-ups of :func:`median_speedups` as one sentence (None without CAMP
+    and pure planning): the second, over the oracle's contexts planned again, is what the
+    contexts are worth with a perfect choice, which bounds what any selector can reach."""
+    ratios = median_speedups(medians)
+    camp = ratios.get("camp")
+    if camp is None:
+        return None
+    line = (
+        f"Median compute time per episode, pure planning ÷ CAMP: {camp:.2f}× "
+        f"({medians['pure']:.3f} s ÷ {medians['camp']:.3f} s)"
+    )
+    ceiling = ratios.get("oracle_rerun")
+    if ceiling is not None:
+        line += (
+            f"; pure planning ÷ the oracle's contexts planned again: {ceiling:.2f}× (what "
+            "the contexts are worth with a perfect choice, a bound on any selector)"
+        )
+    return line + "."
 
 
 def stage_breakdown(runs: list[list[Score]]) -> dict[str, float]:
@@ -275,24 +306,8 @@ def table_markdown(summary: dict[str, dict[str, Any]], title: str) -> str:
 
 
 def _speedup_markdown(summary: dict[str, dict[str, Any]]) -> list[str]:
-    """Median compute time of pure planning ÷ CAMP's, and ÷ that of the oracle's contexts
-    planned again: how much faster the contexts could make planning with a perfect choice,
-    which bounds what any selector can reach."""
-    camp = summary.get("camp", {}).get("median_speedup_over_pure")
-    if camp is None:
-        return []
-    line = (
-        f"Median compute time per episode, pure planning ÷ CAMP: {camp:.2f}× "
-        f"({summary['pure']['median_compute_time_s']:.3f} s ÷ "
-        f"{summary['camp']['median_compute_time_s']:.3f} s)"
-    )
-    ceiling = summary.get("oracle_rerun", {}).get("median_speedup_over_pure")
-    if ceiling is not None:
-        line += (
-            f"; pure planning ÷ the oracle's contexts planned again: {ceiling:.2f}× (what "
-            "the contexts are worth with a perfect choice, a bound on any selector)"
-        )
-    return ["", line + "."]
+    line = speedup_line({m: s["median_compute_time_s"] for m, s in summary.items()})
+    return [] if line is None else ["", line]
 
 
 def paired_markdown(paired: dict[str, dict[str, dict[str, Any]]], who: str = "CAMP") -> list[str]:
