@@ -102,7 +102,9 @@ def spin_nodes(nodes: Sequence[Node], threads: int = 4, kind: str | None = None)
     finally:
         if rclpy.ok():
             rclpy.shutdown()
-        # Bounded: with no limit it waits for every callback in progress, however long.
+        # The limit is a request, not a bound: rclpy 9's Executor.shutdown sets its shutdown
+        # flag before the check that would wait, and MultiThreadedExecutor then joins its
+        # thread pool without one. A node stuck here is diagnosed by stop_processes' stacks.
         executor.shutdown(timeout_sec=10.0)
         for node in nodes:
             node.destroy_node()
