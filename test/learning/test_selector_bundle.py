@@ -201,3 +201,48 @@ def test_a_loss_mask_leaves_out_the_pairs_selection_never_ranks() -> None:
         SelectorConfig.from_mapping(
             {"learn_screened_only": True, "labels": "regression", "screen": False}
         )
+
+
+def test_the_prior_ranks_contexts_by_mean_objective_on_every_task(tmp_path: Path) -> None:
+    x, _ = _vector_data()
+    # Context 0 is the better one on most tasks (900 against 800) and a catastrophe on a
+    # few (-2000, a run that went to the deadline): its median is higher, its mean lower.
+    # Context 2 fails where the screen would have removed it (the mask).
+    objectives = np.tile([900.0, 800.0, 950.0], (len(x), 1))
+    objectives[:4, 0] = -2000.0
+    objectives[:10, 2] = -1000.0
+    cfg = SelectorConfig.from_mapping({"model": "prior", "labels": "regression", "temperature": 50})
+    prior = ContextSelector((4,), 3, cfg)
+    report = prior.fit(x, objectives)
+    assert report.reached_target and report.iterations == 0
+    means = objectives.mean(axis=0)
+    assert prior.predict_objective(x) == pytest.approx(np.tile(means, (len(x), 1)))
+    assert [i for i, _ in prior.ranked(x[0])] == [1, 0, 2]
+    # A symlog regression fitted to the same targets ranks by the compressed values, where
+    # the rare catastrophe weighs little: context 0 above context 1.
+    net = ContextSelector(
+        (4,),
+        3,
+        SelectorConfig(learning_rate=1e-2, max_iterations=3000, seed=2, labels="regression"),
+    )
+    net.fit(x, objectives)
+    assert (net.predict_objective(x)[:, 0] > net.predict_objective(x)[:, 1]).mean() > 0.5
+    # The mask: each context's mean over the tasks it keeps; one kept nowhere ranks last.
+    mask = np.ones(objectives.shape, dtype=bool)
+    mask[:10, 2] = False
+    mask[:, 0] = False
+    masked = ContextSelector((4,), 3, cfg)
+    with pytest.raises(CampError, match="no context"):
+        masked.fit(x, objectives, mask=np.zeros_like(mask))
+    masked.fit(x, objectives, mask=mask)
+    assert masked.predict_objective(x[:1])[0] == pytest.approx([799.0, 800.0, 950.0])
+    # It is saved and loaded like any selector.
+    space = ContextSpace(
+        (Context.universal(), *(Context("single", (Term("agent_room", i),)) for i in (1, 2)))
+    )
+    path = tmp_path / "prior.pt"
+    Bundle("gridworld", "2", space, {}, prior, {"planner": "bfs_replan"}).save(path)
+    back = load_bundle(path, "gridworld", "2")
+    assert back.selector.predict_objective(x) == pytest.approx(prior.predict_objective(x))
+    with pytest.raises(CampError, match="needs regression labels"):
+        SelectorConfig.from_mapping({"model": "prior", "labels": "multilabel"})

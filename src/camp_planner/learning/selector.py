@@ -5,8 +5,9 @@ features (C×H×W) through a CNN: conv (10 channels, kernel 2) → max-pool (str
 [32, 10]. Trained with Adam (lr 1e-4) on cross-entropy until the training loss reaches 1e-3
 or an iteration cap, seeded and deterministic. Vector inputs are standardised with the
 training set's statistics (stored with the weights). Beyond the paper: other label kinds
-(soft, multilabel, regression of the objective) and a structural model that reads each
-context's CAMP size instead of the image (see ``SelectorConfig``).
+(soft, multilabel, regression of the objective), a structural model that reads each
+context's CAMP size instead of the image, and a prior that ranks the contexts by their
+mean training objective (see ``SelectorConfig``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from torch import nn
 from camp_planner.core.errors import CampError, reject_unknown
 
 LABEL_KINDS = ("hard", "soft", "multilabel", "regression")
-MODELS = ("net", "structural")
+MODELS = ("net", "structural", "prior")
 PROGRESS_EVERY = 100  # training iterations between progress reports
 
 
@@ -76,7 +77,13 @@ class SelectorConfig:
     # "structural" (beyond the paper): a small network shared by all contexts on each
     # context's structural inputs (learning/structural.py: the CAMP's log state count,
     # whether its regions reach the goal, the task's log state count) plus a learned bias
-    # per context, with hidden layers `structural_hidden`.
+    # per context, with hidden layers `structural_hidden`; "prior" (beyond the paper, for
+    # regression labels): no network, each context scored by its mean training target in
+    # objective units, the same on every task. The screen (which contexts can join start and
+    # goal on the task's map) and the fallbacks make the pick task-specific. With
+    # heavy-tailed planning times the mean is what the objective averages; a network fitted
+    # to compressed (symlog) targets from a few dozen tasks ranks by something closer to the
+    # median, and prefers contexts that are usually fast and now and then catastrophic.
     model: str = "net"
     structural_hidden: tuple[int, ...] = (16, 16)
     # The structural model's learned bias per context. With few training tasks per context
@@ -114,6 +121,11 @@ class SelectorConfig:
             raise CampError(f"selector.label_repeats must be at least 1, got {cfg.label_repeats}")
         if cfg.model not in MODELS:
             raise CampError(f"selector.model must be one of {', '.join(MODELS)}, got {cfg.model!r}")
+        if cfg.model == "prior" and cfg.labels != "regression":
+            raise CampError(
+                f"selector.model: prior ranks by mean objective and needs regression labels, "
+                f"got {cfg.labels!r}"
+            )
         if cfg.learn_screened_only and (
             not cfg.screen or cfg.labels not in ("regression", "multilabel")
         ):
@@ -155,9 +167,25 @@ class StructuralNet(nn.Module):
         return out
 
 
+class PriorNet(nn.Module):
+    """One stored score per context (symlog units), whatever the input: (batch, ...) →
+    (batch, contexts). Set by :meth:`ContextSelector.fit` in closed form."""
+
+    level: torch.Tensor
+
+    def __init__(self, n_contexts: int) -> None:
+        super().__init__()
+        self.register_buffer("level", torch.zeros(n_contexts))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.level.expand(x.shape[0], -1)
+
+
 def build_network(input_shape: tuple[int, ...], n_out: int, cfg: SelectorConfig) -> nn.Module:
     """FC for 1-D inputs, CNN for C×H×W inputs; for the structural model, a network over
-    each context's row of a contexts × features input."""
+    each context's row of a contexts × features input; for the prior, no network."""
+    if cfg.model == "prior":
+        return PriorNet(n_out)
     if cfg.model == "structural":
         if len(input_shape) != 2 or input_shape[0] != n_out:
             raise CampError(
@@ -295,6 +323,8 @@ class ContextSelector:
                 raise CampError("labels must index the context list")
         if mask is not None:
             loss_fn = _masked_loss(mask, (len(arr), self.n_contexts), self.cfg.labels)
+        if self.cfg.model == "prior":
+            return self._fit_prior(raw, mask, loss_fn, targets)
         torch.manual_seed(self.cfg.seed)
         # CPU kernels of these layers are deterministic; seeding makes the run repeatable.
         with torch.random.fork_rng():
@@ -315,6 +345,24 @@ class ContextSelector:
                     break
         self.net.eval()
         return TrainingReport(iteration, loss_value, loss_value <= self.cfg.loss_target)
+
+    def _fit_prior(
+        self, raw: np.ndarray, mask: np.ndarray | None, loss_fn: nn.Module, targets: torch.Tensor
+    ) -> TrainingReport:
+        """Each context's mean target over the tasks ``mask`` keeps (all without one), in
+        objective units; a context no task keeps scores below every other."""
+        keep = np.ones(raw.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        counts = keep.sum(axis=0)
+        sums = np.where(keep, raw, 0.0).sum(axis=0)
+        means = np.divide(sums, counts, out=np.zeros(len(counts)), where=counts > 0)
+        if (counts == 0).any():
+            means[counts == 0] = means[counts > 0].min() - 1.0
+        assert isinstance(self.net, PriorNet)
+        self.net.level.copy_(torch.as_tensor(symlog(means, self.cfg.temperature)))
+        self.net.eval()
+        with torch.inference_mode():
+            loss = float(loss_fn(self.net(torch.zeros(len(raw), 1)), targets).item())
+        return TrainingReport(0, loss, True)
 
     def predict_objective(self, x: np.ndarray) -> np.ndarray:
         """A regression selector's predicted objective per context (objective units)."""
