@@ -175,7 +175,11 @@ def _fit(
     desc: str,
     mask: np.ndarray | None = None,
 ) -> None:
-    """Train ``selector``, with a progress bar: the CNN takes minutes per training."""
+    """Train ``selector``, with a progress bar: the CNN takes minutes per training (the
+    prior, a closed-form mean, none)."""
+    if selector.cfg.model == "prior":
+        selector.fit(x, y, None, mask)
+        return
     bar = progress_bar(selector.cfg.max_iterations, desc)
     try:
         selector.fit(x, y, bar.update, mask)
@@ -276,9 +280,10 @@ def main(argv: list[str] | None = None) -> int:
         "--variant",
         action="append",
         type=parse_variant,
-        help="[MODEL/]KIND[:TEMPERATURE][:FLAG ...] with flags noscreen, fallback, nobias, "
-        "screened, e.g. multilabel:5 or "
-        "structural/regression:5:noscreen (repeatable; default: those two)",
+        help="[MODEL/]KIND[:TEMPERATURE][:FLAG ...], MODEL one of net (the default), "
+        "structural, prior; flags noscreen, fallback, nobias, screened; e.g. multilabel:5, "
+        "structural/regression:5:noscreen or prior/regression:50:fallback "
+        "(repeatable; default: the first two)",
     )
     parser.add_argument(
         "--folds",

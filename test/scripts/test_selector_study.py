@@ -49,7 +49,8 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
     common = ["--domain", "gridworld", "--config", str(cfg), "--artifacts", str(tmp_path / "a")]
     study = [*common, "--planner", "bfs_replan", "--variant", "multilabel:5"]
     study += ["--variant", "regression:5:noscreen", "--variant", "regression:5:fallback"]
-    study += ["--variant", "regression:5:screened", "--attempt-budget", "none"]
+    study += ["--variant", "regression:5:screened", "--variant", "prior/regression:5:fallback"]
+    study += ["--attempt-budget", "none"]
     study += ["--json", str(tmp_path / "s.json")]
     # Nothing scored yet: a clear error, not hours of planning.
     assert study_script.main(study) == 2
@@ -65,6 +66,7 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
         "regression:5:noscreen",
         "regression:5:fallback",
         "regression:5:screened",
+        "prior/regression:5:fallback",
     }
     oracle = rows["oracle"]["per_task"][0]
     for name, row in rows.items():

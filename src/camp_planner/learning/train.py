@@ -243,9 +243,11 @@ def train(
     )
     selector = ContextSelector(tuple(features.shape[1:]), len(contexts), cfg)
     # Minutes for the CNN at the iteration cap: worth a progress bar. It stops short of
-    # 100 % when the loss target is met first.
+    # 100 % when the loss target is met first. The prior is a closed-form mean: no bar.
     bar = (
-        progress_bar(cfg.max_iterations, "training the selector (iterations)") if progress else None
+        progress_bar(cfg.max_iterations, "training the selector (iterations)")
+        if progress and cfg.model != "prior"
+        else None
     )
     try:
         report = selector.fit(
