@@ -177,7 +177,7 @@ def _fit(
 ) -> None:
     """Train ``selector``, with a progress bar: the CNN takes minutes per training (the
     prior, a closed-form mean, none)."""
-    if selector.cfg.model == "prior":
+    if not selector.cfg.iterative:
         selector.fit(x, y, None, mask)
         return
     bar = progress_bar(selector.cfg.max_iterations, desc)

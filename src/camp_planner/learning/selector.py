@@ -135,6 +135,12 @@ class SelectorConfig:
             )
         return cfg
 
+    @property
+    def iterative(self) -> bool:
+        """Whether training runs iterations (worth a progress bar); the prior is a
+        closed-form mean."""
+        return self.model != "prior"
+
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["hidden"] = list(self.hidden)

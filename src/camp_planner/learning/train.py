@@ -246,7 +246,7 @@ def train(
     # 100 % when the loss target is met first. The prior is a closed-form mean: no bar.
     bar = (
         progress_bar(cfg.max_iterations, "training the selector (iterations)")
-        if progress and cfg.model != "prior"
+        if progress and cfg.iterative
         else None
     )
     try:
