@@ -149,6 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
         "the domain's own baselines, e.g. stilman for namo)",
     )
     p.add_argument("--seeds", type=int, default=10, help="independent runs (paper: 10)")
+    p.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        metavar="K",
+        help="run seeds K .. K+SEEDS-1 (default 0): extends an earlier eval with new task "
+        "draws and planner seeds, for pooling with scripts/pool_evals.py",
+    )
     _workers_arg(p)
     p.add_argument("--out", type=Path, help="output folder (default: <artifacts>/eval/...)")
 
@@ -480,9 +488,19 @@ def _eval(args: argparse.Namespace) -> int:
     command = "camp " + " ".join(sys.argv[1:]) if sys.argv[1:] else "camp eval"
     methods = args.methods or [*METHOD_NAMES, *pipe.domain.baselines]
     summary = evaluate(
-        pipe, args.artifacts, args.planner, methods, args.seeds, args.workers, out, command
+        pipe,
+        args.artifacts,
+        args.planner,
+        methods,
+        args.seeds,
+        args.workers,
+        out,
+        command,
+        first_seed=args.first_seed,
     )
     title = f"{pipe.domain.name}, {args.planner}, {args.seeds} seed(s)"
+    if args.first_seed:
+        title += f" from seed {args.first_seed}"
     print(table_markdown(summary, title))
     print(f"wrote {out}/results.json, table.md, plot.png")
     return 0

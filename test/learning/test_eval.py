@@ -75,6 +75,17 @@ def test_tiny_eval_writes_results_table_and_plot(tmp_path: Path) -> None:
     assert main(argv) == 0
     assert [c.stat().st_mtime_ns for c in caches] == stamps
     assert json.loads((out / "results.json").read_text())["methods"] == methods
+    assert results["seed_ids"] == [0, 1]
+    # --first-seed 1 asks for run 1 alone: the very episodes the 2-seed eval holds for it,
+    # from its cache, labelled as seed 1 for pooling.
+    later = tmp_path / "later"
+    argv_later = [*argv[:-1], str(later), "--seeds", "1", "--first-seed", "1"]
+    assert main(argv_later) == 0
+    assert [c.stat().st_mtime_ns for c in caches] == stamps
+    again = json.loads((later / "results.json").read_text())
+    assert again["seed_ids"] == [1]
+    assert again["episodes"]["camp"] == [episodes["camp"][1]]
+    assert again["title"].endswith("seed 1")
 
 
 def test_unknown_method_is_a_clear_error(

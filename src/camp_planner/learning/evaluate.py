@@ -257,6 +257,7 @@ def write_outputs(
     command: str,
     wall_time_s: float,
     per_seed: list[dict[str, list[Score]]] | None = None,
+    seed_ids: list[int] | None = None,
 ) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     payload: dict[str, Any] = {
@@ -267,6 +268,8 @@ def write_outputs(
     }
     if per_seed:
         payload["episodes"] = episodes(per_seed)
+        # Which runs these are, so that pooling two evals can tell repeats from new draws.
+        payload["seed_ids"] = seed_ids if seed_ids is not None else list(range(len(per_seed)))
     (out_dir / "results.json").write_text(json.dumps(payload, indent=1))
     (out_dir / "table.md").write_text(table_markdown(summary, title))
     plot(summary, out_dir / "plot.png", title)
@@ -404,6 +407,7 @@ def evaluate(
     out_dir: Path,
     command: str,
     progress: bool = True,
+    first_seed: int = 0,
 ) -> dict[str, dict[str, Any]]:
     started = time.perf_counter()
     unknown = [m for m in methods if m not in ALL_METHODS]
@@ -411,10 +415,18 @@ def evaluate(
         raise CampError(f"unknown method '{unknown[0]}'; choose from: {', '.join(ALL_METHODS)}")
     if seeds < 1:
         raise CampError("--seeds must be at least 1")
-    per_seed = [
-        run_seed(base, artifacts, planner, methods, k, workers, progress) for k in range(seeds)
-    ]
+    if first_seed < 0:
+        raise CampError("--first-seed must be at least 0")
+    # Run k is the same whichever eval asks for it (cached per seed), so seeds 3-5 of a
+    # second eval are new task draws and new planner seeds: episodes independent of 0-2's.
+    seed_ids = list(range(first_seed, first_seed + seeds))
+    per_seed = [run_seed(base, artifacts, planner, methods, k, workers, progress) for k in seed_ids]
     summary = aggregate(per_seed)
-    title = f"{base.domain.name}, {planner}, λ = {base.lam(planner):g}, {seeds} seed(s)"
-    write_outputs(summary, out_dir, title, command, time.perf_counter() - started, per_seed)
+    which = f"{seeds} seed(s)"
+    if first_seed:
+        which = f"seeds {first_seed}-{seed_ids[-1]}" if seeds > 1 else f"seed {first_seed}"
+    title = f"{base.domain.name}, {planner}, λ = {base.lam(planner):g}, {which}"
+    write_outputs(
+        summary, out_dir, title, command, time.perf_counter() - started, per_seed, seed_ids
+    )
     return summary
