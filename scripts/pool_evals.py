@@ -11,6 +11,9 @@ section of each ``results.json`` (no planning).
 
     .venv/bin/python scripts/pool_evals.py docs/eval_namo_denoised_3seeds.json \\
         docs/eval_namo_denoised_rerun.json [--methods camp pure stilman] [--json out.json]
+
+Runs that hold the same seeds (an eval run twice) repeat the same tasks and planner seeds;
+the script says so. ``camp eval --first-seed K`` extends an eval with independent seeds.
 """
 
 from __future__ import annotations
@@ -40,6 +43,28 @@ def load_episodes(path: Path) -> dict[str, list[dict[str, Any]]]:
             "older than this script, so rerun that eval"
         )
     return {m: [row for seed in seeds for row in seed] for m, seeds in data["episodes"].items()}
+
+
+def seed_ids(path: Path) -> list[int]:
+    """The seeds (task draws and planner seeds) a ``results.json`` holds. Evals written before
+    ``camp eval --first-seed`` ran seeds 0 .. K-1 and did not record them."""
+    data = json.loads(path.read_text())
+    if "seed_ids" in data:
+        return [int(k) for k in data["seed_ids"]]
+    first = next(iter(data["episodes"].values()), [])
+    return list(range(len(first)))
+
+
+def repeated_seeds(paths: list[Path]) -> list[tuple[Path, Path, list[int]]]:
+    """Pairs of runs that hold the same seeds: the same tasks and planner seeds planned again,
+    so their episodes are not independent draws (unless the two evals' configs differ)."""
+    ids = [set(seed_ids(p)) for p in paths]
+    return [
+        (paths[i], paths[j], sorted(ids[i] & ids[j]))
+        for i in range(len(paths))
+        for j in range(i + 1, len(paths))
+        if ids[i] & ids[j]
+    ]
 
 
 def pool(paths: list[Path], methods: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -89,6 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pool_evals: {exc}", file=sys.stderr)
         return 2
     print(f"{len(args.results)} runs pooled")
+    repeats = repeated_seeds(args.results)
+    for a, b, shared in repeats:
+        print(
+            f"note: {a} and {b} both hold seed(s) {', '.join(map(str, shared))}: unless their "
+            "configs differ, those episodes repeat the same tasks and planner seeds, and the "
+            "intervals below treat them as independent"
+        )
     header = "method           episodes  objective (SE)    SD/episode  mean s  median s  goals"
     print(header)
     for name, p in pooled.items():
@@ -107,7 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     if camp.get("unpaired"):
         print(f"\nnot paired with CAMP (other episodes): {', '.join(camp['unpaired'])}")
     if args.json:
-        payload = {"results": [str(p) for p in args.results], "methods": pooled}
+        payload = {
+            "results": [str(p) for p in args.results],
+            "seed_ids": [seed_ids(p) for p in args.results],
+            "repeated_seeds": [[str(a), str(b), shared] for a, b, shared in repeats],
+            "methods": pooled,
+        }
         args.json.write_text(json.dumps(payload, indent=1))
     return 0
 

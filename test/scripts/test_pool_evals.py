@@ -10,7 +10,12 @@ from types import ModuleType
 import pytest
 
 
-def _run(path: Path, camp: list[list[tuple[float, float, bool]]], pure: bool = True) -> Path:
+def _run(
+    path: Path,
+    camp: list[list[tuple[float, float, bool]]],
+    pure: bool = True,
+    seed_ids: list[int] | None = None,
+) -> Path:
     def rows(seeds: list[list[tuple[float, float, bool]]]) -> list[list[dict[str, object]]]:
         return [
             [
@@ -24,7 +29,10 @@ def _run(path: Path, camp: list[list[tuple[float, float, bool]]], pure: bool = T
     episodes = {"camp": rows(camp)}
     if pure:
         episodes["pure"] = rows([[(500.0, 5.0, True)]])
-    path.write_text(json.dumps({"methods": {}, "episodes": episodes}))
+    data: dict[str, object] = {"methods": {}, "episodes": episodes}
+    if seed_ids is not None:
+        data["seed_ids"] = seed_ids
+    path.write_text(json.dumps(data))
     return path
 
 
@@ -97,3 +105,26 @@ def test_camp_is_compared_with_each_method_episode_by_episode(
     assert pool.pool([d])["camp"]["unpaired"] == ["pure"]
     assert pool.main([str(d)]) == 0
     assert "not paired with CAMP (other episodes): pure" in capsys.readouterr().out
+
+
+def test_runs_that_repeat_seeds_are_named_and_new_seeds_are_not(
+    load_script: Callable[[str], ModuleType],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pool = load_script("pool_evals")
+    # An eval written before --first-seed: its two seeds are 0 and 1.
+    first = _run(tmp_path / "first.json", [[(900.0, 1.0, True)], [(800.0, 2.0, True)]], False)
+    later = _run(tmp_path / "later.json", [[(700.0, 3.0, True)]], False, seed_ids=[2])
+    again = _run(tmp_path / "again.json", [[(600.0, 3.0, True)]], False, seed_ids=[1])
+    assert pool.seed_ids(first) == [0, 1]
+    assert pool.repeated_seeds([first, later]) == []
+    assert pool.main([str(first), str(later)]) == 0
+    assert "note:" not in capsys.readouterr().out
+    assert pool.repeated_seeds([first, later, again]) == [(first, again, [1])]
+    out_json = tmp_path / "p.json"
+    assert pool.main([str(first), str(later), str(again), "--json", str(out_json)]) == 0
+    assert f"note: {first} and {again} both hold seed(s) 1:" in capsys.readouterr().out
+    payload = json.loads(out_json.read_text())
+    assert payload["seed_ids"] == [[0, 1], [2], [1]]
+    assert payload["repeated_seeds"] == [[str(first), str(again), [1]]]
