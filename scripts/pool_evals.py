@@ -51,7 +51,7 @@ def seed_ids(path: Path) -> list[int]:
     data = json.loads(path.read_text())
     if "seed_ids" in data:
         return [int(k) for k in data["seed_ids"]]
-    first = next(iter(data["episodes"].values()), [])
+    first: list[Any] = next(iter(data["episodes"].values()), [])
     return list(range(len(first)))
 
 
