@@ -479,7 +479,7 @@ def _select(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from camp_planner.learning.evaluate import evaluate, table_markdown
+    from camp_planner.learning.evaluate import eval_title, evaluate, table_markdown
 
     if args.workers < 1:
         raise CampError("--workers must be at least 1")
@@ -498,9 +498,7 @@ def _eval(args: argparse.Namespace) -> int:
         command,
         first_seed=args.first_seed,
     )
-    title = f"{pipe.domain.name}, {args.planner}, {args.seeds} seed(s)"
-    if args.first_seed:
-        title += f" from seed {args.first_seed}"
+    title = eval_title(pipe, args.planner, args.seeds, args.first_seed)
     print(table_markdown(summary, title))
     print(f"wrote {out}/results.json, table.md, plot.png")
     return 0

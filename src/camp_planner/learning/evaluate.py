@@ -397,6 +397,15 @@ def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def eval_title(base: Pipeline, planner: str, seeds: int, first_seed: int = 0) -> str:
+    """The heading of an eval's table: domain, planner, λ and which seeds it ran."""
+    which = f"{seeds} seed(s)"
+    if first_seed:
+        last = first_seed + seeds - 1
+        which = f"seeds {first_seed}-{last}" if seeds > 1 else f"seed {first_seed}"
+    return f"{base.domain.name}, {planner}, λ = {base.lam(planner):g}, {which}"
+
+
 def evaluate(
     base: Pipeline,
     artifacts: Path,
@@ -422,10 +431,7 @@ def evaluate(
     seed_ids = list(range(first_seed, first_seed + seeds))
     per_seed = [run_seed(base, artifacts, planner, methods, k, workers, progress) for k in seed_ids]
     summary = aggregate(per_seed)
-    which = f"{seeds} seed(s)"
-    if first_seed:
-        which = f"seeds {first_seed}-{seed_ids[-1]}" if seeds > 1 else f"seed {first_seed}"
-    title = f"{base.domain.name}, {planner}, λ = {base.lam(planner):g}, {which}"
+    title = eval_title(base, planner, seeds, first_seed)
     write_outputs(
         summary, out_dir, title, command, time.perf_counter() - started, per_seed, seed_ids
     )
