@@ -50,3 +50,22 @@ def test_malformed_graphs_are_rejected_with_the_region_named() -> None:
         RegionGraph.from_edges("room", range(3), [(0, 1)], 7, [2])
     with pytest.raises(CampError, match="goal region 5"):
         RegionGraph.from_edges("room", range(3), [(0, 1)], 0, [5])
+
+
+def test_the_lightest_route_avoids_costly_regions_then_takes_the_fewest() -> None:
+    # 0 — 1 — 2 — 5 and 0 — 3 — 4 — 5: the short way costs 3, the long way nothing.
+    graph = RegionGraph.from_edges(
+        "room", range(6), [(0, 1), (1, 2), (2, 5), (0, 3), (3, 4), (4, 5)], 0, [5]
+    )
+    assert graph.lightest_route({1: 3.0}) == [0, 3, 4, 5]
+    assert graph.lightest_route({3: 1.0, 4: 1.0}) == [0, 1, 2, 5]
+    # All free: the fewest regions win; equal costs on both: still the fewest.
+    assert len(graph.lightest_route({}) or []) == 4
+    detour = RegionGraph.from_edges("room", range(4), [(0, 1), (1, 3), (0, 2), (2, 3)], 0, [3])
+    assert detour.lightest_route({1: 2.0, 2: 1.0}) == [0, 2, 3]
+    # A goal no chain reaches, and costs that would reward detours, are refused or None.
+    cut = RegionGraph.from_edges("room", range(3), [(0, 1)], 0, [2])
+    assert cut.lightest_route({}) is None
+    with pytest.raises(CampError, match="negative"):
+        graph.lightest_route({1: -1.0})
+    assert GRAPH.lightest_route({}) == [0, 1, 2]

@@ -84,3 +84,35 @@ def test_learned_csis_are_keyed_by_the_csi_version_not_the_planners(
     assert Pipeline.from_config("namo", D.default_config(), tmp_path).store.path == path
     monkeypatch.setattr(type(D), "csi_version", "model-changed")
     assert Pipeline.from_config("namo", D.default_config(), tmp_path).store.path != path
+
+
+def test_a_larger_grid_has_its_own_variables_region_graph_and_features(tmp_path: Path) -> None:
+    from camp_planner.config import load_config
+
+    config = load_config(D, Path(__file__).parents[2] / "config" / "namo-grid5.yaml")
+    task = D.make_tasks(config, "test")[0]
+    assert task.settings.grid == 5
+    mdp = D.make_mdp(task, config)
+    slots = [v.name for v in mdp.state_vars if v.name.startswith("box_")]
+    assert len(slots) == 24 * 5 and "box_r23_4" in slots and "box_r24_0" not in slots
+    assert mdp.state_vars[1].domain == tuple(range(25))
+    state = mdp.initial_state()
+    assert state[1] == 0 and sum(isinstance(v, tuple) for v in state[3:]) == len(task.boxes)
+    graph = D.region_graph(task)
+    assert graph.start == 0 and graph.goals == frozenset({24})
+    assert D.features(task).shape == (4, 50, 50)
+    # The paper's world keeps its own (smaller) layout alongside.
+    small = D.make_mdp(D.make_tasks(CFG, "test")[0], CFG)
+    assert len(small.state_vars) == 3 + 8 * 5
+
+
+def test_a_grid_whose_goal_room_the_contexts_do_not_require_is_a_clear_error() -> None:
+    from camp_planner.core.errors import CampError
+
+    config = D.default_config()
+    config["world"]["grid"] = 4  # the default contexts still require room 8 as the goal
+    with pytest.raises(CampError, match=r"required_values to \[0, 15\]"):
+        D.make_tasks(config, "test")
+    config["world"]["grid"] = 12
+    with pytest.raises(CampError, match=r"world\.grid"):
+        D.make_tasks(config, "test")

@@ -4,7 +4,13 @@ from pathlib import Path
 import pytest
 
 from camp_planner.domains.namo.render import render_scene
-from camp_planner.domains.namo.world import GOAL_ROOM, START_ROOM, NamoTask, generate_task
+from camp_planner.domains.namo.world import (
+    GOAL_ROOM,
+    START_ROOM,
+    NamoSettings,
+    NamoTask,
+    generate_task,
+)
 
 
 def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
@@ -74,3 +80,52 @@ def test_render_writes_a_png(tmp_path: Path) -> None:
         title="t",
     )
     assert out.stat().st_size > 10_000
+
+
+def test_the_papers_3x3_tasks_are_unchanged_by_the_grid_setting() -> None:
+    # The paper's world must draw exactly the tasks it drew before the grid became a
+    # setting: label caches, shipped bundle and documented results all rest on them.
+    import hashlib
+
+    digest = hashlib.sha1()
+    for seed in range(40):
+        task = generate_task(seed, seed, NamoSettings(grid=3))
+        digest.update(repr((task.doors, task.boxes, task.start, task.goal)).encode())
+    # Computed with the code before the change (commit e0d1483) and after: the same.
+    assert digest.hexdigest() == "8d8fd530e97859e8d60d9c246f4e7231df44ded4"
+
+
+@pytest.mark.parametrize("grid", [2, 4, 5, 7])
+def test_larger_grids_are_connected_with_start_and_goal_in_opposite_corners(grid: int) -> None:
+    st = NamoSettings(grid=grid)
+    assert st.n_rooms == grid * grid and st.goal_room == grid * grid - 1
+    assert st.world_size == pytest.approx(3.0 * grid)
+    for seed in range(5):
+        task = generate_task(seed, 7000 + seed, st)
+        graph = task.door_graph()
+        seen, stack = {st.start_room}, [st.start_room]
+        while stack:
+            for nb in graph[stack.pop()] - seen:
+                seen.add(nb)
+                stack.append(nb)
+        assert seen == set(range(st.n_rooms))
+        assert task.room_of(*task.start[:2]) == st.start_room
+        assert task.room_of(*task.goal) == st.goal_room
+        assert {b.room for b in task.boxes} <= set(range(st.n_rooms - 1))
+        # Walls: the outer four and one segment or two (around a door) per neighbour pair.
+        pairs = 2 * grid * (grid - 1)
+        assert pairs + 4 <= len(task.walls()) <= 2 * pairs + 4
+        assert all(task.room_of(d.x - 0.01, d.y - 0.01) in (d.a, d.b) for d in task.doors)
+
+
+@pytest.mark.parametrize("grid", [0, 1, 8])
+def test_grids_outside_the_supported_sizes_are_refused(grid: int) -> None:
+    with pytest.raises(ValueError, match=r"world\.grid"):
+        NamoSettings(grid=grid)
+
+
+def test_render_draws_a_larger_grid(tmp_path: Path) -> None:
+    task = generate_task(0, 5, NamoSettings(grid=4))
+    out = tmp_path / "grid4.png"
+    render_scene(task, out, allowed_rooms={0, 1, 5, 6, 10, 11, 15}, title="4×4")
+    assert out.stat().st_size > 5000

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+
+CONFIG = Path(__file__).resolve().parents[2] / "config"
 
 
 @pytest.mark.parametrize(
@@ -44,3 +48,50 @@ def test_settings_are_read_as_yaml_values(load_script: Callable[[str], ModuleTyp
     for bad in (["guide"], ["=none"], ["guide="], ["guide=[oops"]):
         with pytest.raises(ValueError, match="--set"):
             parse(bad)
+
+
+def test_route_contexts_allow_exactly_the_rooms_of_the_lightest_route(
+    tmp_path: Path, load_script: Callable[[str], ModuleType]
+) -> None:
+    from camp_planner.workflow import Pipeline
+
+    bench = load_script("bench_namo")
+    pipe = Pipeline.create("namo", CONFIG / "namo-grid4.yaml", tmp_path)
+    for task in pipe.domain.make_tasks(pipe.config, "test")[:5]:
+        ctx = bench.route_context(pipe, task)
+        rooms = {int(str(v)) for v in ctx.allowed_values()["robot_room"]}
+        graph = pipe.domain.region_graph(task)
+        assert {0, 15} <= rooms and graph.can_reach_goal(ctx)
+        # No room can go: each is needed to join start and goal (it is a route).
+        for room in rooms - {0, 15}:
+            smaller = bench.Context(
+                "disjunction", tuple(bench.Term("robot_room", r) for r in rooms - {room})
+            )
+            assert not graph.can_reach_goal(smaller)
+        # And no route, found by trying every simple one, holds fewer boxes, or as few in
+        # fewer rooms.
+        per_room = {r: sum(1 for b in task.boxes if b.room == r) for r in range(16)}
+        best = min(
+            (sum(per_room[r] for r in route), len(route))
+            for route in _simple_routes(graph.adjacency, 0, 15)
+        )
+        assert (sum(per_room[r] for r in rooms), len(rooms)) == best
+
+
+def _simple_routes(adjacency: Any, start: int, goal: int) -> list[list[int]]:
+    routes, stack = [], [[start]]
+    while stack:
+        route = stack.pop()
+        if route[-1] == goal:
+            routes.append(route)
+            continue
+        stack.extend([*route, nb] for nb in adjacency[route[-1]] if nb not in route)
+    return routes
+
+
+def test_an_unknown_context_choice_is_refused(
+    capsys: pytest.CaptureFixture[str], load_script: Callable[[str], ModuleType]
+) -> None:
+    with pytest.raises(SystemExit):
+        load_script("bench_namo").main(["--context", "oracle"])
+    assert "--context" in capsys.readouterr().err

@@ -16,6 +16,8 @@ disjunctions mixing variables) always pass.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -93,6 +95,36 @@ class RegionGraph:
                     seen.add(nb)
                     queue.append(nb)
         return False
+
+    def lightest_route(self, cost: Mapping[Hashable, float]) -> list[Hashable] | None:
+        """The chain of neighbouring regions from the start to a goal whose regions' summed
+        ``cost`` (missing: 0) is least, each region also costing a tiny amount so that among
+        equals the shortest chain wins; None when no goal is reachable. A context allowing
+        exactly these regions is the smallest that can still reach the goal with the least
+        of what ``cost`` counts (e.g. the boxes a route's rooms hold)."""
+        step = 1e-6 * (1.0 + sum(abs(c) for c in cost.values()))
+        if any(c < 0 for c in cost.values()):
+            raise CampError("region graph: route costs must not be negative")
+        tie = itertools.count()  # regions need not be comparable
+        first = cost.get(self.start, 0.0) + step
+        best: dict[Hashable, float] = {self.start: first}
+        parent: dict[Hashable, Hashable] = {}
+        heap = [(first, next(tie), self.start)]
+        while heap:
+            dist, _, region = heapq.heappop(heap)
+            if dist > best[region]:
+                continue
+            if region in self.goals:
+                route = [region]
+                while route[-1] != self.start:
+                    route.append(parent[route[-1]])
+                return route[::-1]
+            for nb in self.adjacency[region]:
+                d = dist + cost.get(nb, 0.0) + step
+                if d < best.get(nb, float("inf")):
+                    best[nb], parent[nb] = d, region
+                    heapq.heappush(heap, (d, next(tie), nb))
+        return None
 
 
 def screen(

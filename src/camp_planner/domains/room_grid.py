@@ -1,8 +1,9 @@
-"""Layouts of a 3×3 grid of rooms, shared by the gridworld and NAMO domains.
+"""Layouts of a square grid of rooms (3×3 unless asked), shared by the gridworld and NAMO.
 
-Rooms are numbered ``row * 3 + col``; room ``r`` neighbours ``r + 1`` (same row) and ``r + 3``
-(next row). Both domains draw which neighbouring rooms share a door from the same generator,
-so their mazes have the same character: always connected, sometimes with loops.
+Rooms are numbered ``row * G + col`` for ``G`` rooms per side; room ``r`` neighbours ``r + 1``
+(same row) and ``r + G`` (next row). Both domains draw which neighbouring rooms share a door
+from the same generator, so their mazes have the same character: always connected, sometimes
+with loops.
 """
 
 from __future__ import annotations
@@ -10,12 +11,16 @@ from __future__ import annotations
 import random
 
 
-def random_door_graph(rng: random.Random, extra_prob: float) -> list[tuple[int, int]]:
-    """A random spanning tree over the 3×3 room graph (so every room is reachable) plus extra
-    doors, each as a (room, room) pair."""
-    edges = [(r, r + 1) for r in range(9) if r % 3 != 2] + [(r, r + 3) for r in range(6)]
+def random_door_graph(
+    rng: random.Random, extra_prob: float, grid: int = 3
+) -> list[tuple[int, int]]:
+    """A random spanning tree over the ``grid`` × ``grid`` room graph (so every room is
+    reachable) plus extra doors, each as a (room, room) pair."""
+    n = grid * grid
+    edges = [(r, r + 1) for r in range(n) if r % grid != grid - 1]
+    edges += [(r, r + grid) for r in range(n - grid)]
     rng.shuffle(edges)
-    parent = list(range(9))
+    parent = list(range(n))
 
     def find(x: int) -> int:
         while parent[x] != x:

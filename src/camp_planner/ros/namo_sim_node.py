@@ -84,7 +84,7 @@ class NamoSimNode(Node):
         self.get_logger().info(f"executed {done}/{len(plan.steps)} steps: {report.message}")
 
     def _render(self, path: Path, plan: Plan, reached: bool) -> None:
-        from camp_planner.domains.namo.mdp import SLOT_NAMES
+        from camp_planner.domains.namo.mdp import layout
         from camp_planner.domains.namo.render import render_scene
 
         allowed = None
@@ -93,7 +93,7 @@ class NamoSimNode(Node):
                 allowed = {int(v) for v in term.allowed_values}
         path_poses = [_pose(s[0]) for s in self.trace]
         moved: dict[str, tuple[float, float]] = {}
-        for k, name in enumerate(SLOT_NAMES):
+        for k, name in enumerate(layout(self.task.settings.grid).slot_names):
             value = self.state[3 + k]
             box = next((b for b in self.task.boxes if b.name == name), None)
             if (

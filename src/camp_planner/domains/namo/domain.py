@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from camp_planner.core.errors import CampError
 from camp_planner.core.feasibility import RegionGraph
 from camp_planner.core.mdp import FactoredMDP
 from camp_planner.domains.base import Domain, RenderPanel, paper_selector_settings
 from camp_planner.domains.namo.world import (
     GOAL_ROOM,
-    N_ROOMS,
     START_ROOM,
     NamoSettings,
     NamoTask,
@@ -25,12 +25,23 @@ _SPLIT_OFFSET = {"train": 0, "test": 1_000_000}
 IMAGE = 50  # features: a 50 × 50 top-down image (18 cm per pixel)
 # World settings a configuration may change; the rest (slots per room, box size) fix the
 # variable layout every task shares.
-_WORLD_KEYS = ("door_width", "extra_door_prob", "fill_prob", "goal_reward", "reach")
+# ``grid`` (rooms per side) changes the variables too: each size has its own layout.
+_WORLD_KEYS = ("door_width", "extra_door_prob", "fill_prob", "goal_reward", "reach", "grid")
 
 
 def world_settings(config: Mapping[str, Any]) -> NamoSettings:
     """The world geometry a (validated) NAMO configuration describes."""
-    return NamoSettings(**{k: config["world"][k] for k in _WORLD_KEYS})
+    try:
+        st = NamoSettings(**{k: config["world"][k] for k in _WORLD_KEYS})
+    except (ValueError, TypeError) as exc:
+        raise CampError(f"NAMO world settings: {exc}") from None
+    required = config["contexts"].get("required_values")
+    if required is not None and st.goal_room not in required:
+        raise CampError(
+            f"with world.grid {st.grid} the goal room is {st.goal_room}: set "
+            f"contexts.required_values to [{st.start_room}, {st.goal_room}] (now {required})"
+        )
+    return st
 
 
 class NamoDomain(Domain):
@@ -159,10 +170,10 @@ class NamoDomain(Domain):
         assert isinstance(task, NamoTask)
         return RegionGraph.from_edges(
             "robot_room",
-            range(N_ROOMS),
+            range(task.settings.n_rooms),
             [(d.a, d.b) for d in task.doors],
             task.room_of(*task.start[:2]),
-            [GOAL_ROOM],
+            [task.settings.goal_room],
         )
 
     def render(self, task: Any, panels: Sequence[RenderPanel], path: Path) -> None:

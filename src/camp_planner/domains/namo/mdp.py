@@ -19,6 +19,7 @@ Reaching the goal object earns ``goal_reward`` and ends the episode.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import random
 from collections.abc import Hashable, Sequence
@@ -26,11 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State, Variable
-from camp_planner.domains.namo.world import GOAL_ROOM, N_ROOMS, NamoTask, Pose2D
+from camp_planner.domains.namo.world import NamoTask, Pose2D
 
 SLOTS_PER_ROOM = 5
-BOX_ROOMS = tuple(r for r in range(N_ROOMS) if r != GOAL_ROOM)
-SLOT_NAMES = tuple(f"box_r{room}_{k}" for room in BOX_ROOMS for k in range(SLOTS_PER_ROOM))
 ABSENT = "absent"
 HELD = "held"
 NONE = "none"
@@ -41,23 +40,45 @@ FREE_SAMPLE_TRIES = 20  # draws per CSI sample until the robot stands free
 _N_FIXED = 3  # robot_pose, robot_room, held
 
 
-def _variables() -> tuple[tuple[Variable, ...], tuple[Variable, ...]]:
+@dataclass(frozen=True, eq=False)
+class NamoLayout:
+    """The variables every task of one grid size shares: a slot variable per box slot of
+    every room but the goal room."""
+
+    grid: int
+    box_rooms: tuple[int, ...]
+    slot_names: tuple[str, ...]
+    slot_index: dict[str, int]
+    state_vars: tuple[Variable, ...]
+    action_vars: tuple[Variable, ...]
+
+
+@functools.cache
+def layout(grid: int = 3) -> NamoLayout:
+    """The variable layout of a ``grid`` × ``grid`` world (one object per size, so MDPs of
+    one size share their variables)."""
+    n_rooms = grid * grid
+    box_rooms = tuple(r for r in range(n_rooms) if r != n_rooms - 1)
+    slots = tuple(f"box_r{room}_{k}" for room in box_rooms for k in range(SLOTS_PER_ROOM))
     state = [
         Variable("robot_pose"),
-        Variable("robot_room", tuple(range(N_ROOMS))),
-        Variable("held", (NONE, *SLOT_NAMES), default=NONE),
+        Variable("robot_room", tuple(range(n_rooms))),
+        Variable("held", (NONE, *slots), default=NONE),
     ]
-    state += [Variable(name, None, default=ABSENT) for name in SLOT_NAMES]
+    state += [Variable(name, None, default=ABSENT) for name in slots]
     action = [
         Variable("op", OPS, default=NONE),
         Variable("target", None, default=None),
-        Variable("obj", (NONE, *SLOT_NAMES), default=NONE),
+        Variable("obj", (NONE, *slots), default=NONE),
     ]
-    return tuple(state), tuple(action)
+    index = {name: _N_FIXED + i for i, name in enumerate(slots)}
+    return NamoLayout(grid, box_rooms, slots, index, tuple(state), tuple(action))
 
 
-STATE_VARS, ACTION_VARS = _variables()
-_SLOT_INDEX = {name: _N_FIXED + i for i, name in enumerate(SLOT_NAMES)}
+# The paper's 3×3 world, which the ROS scene conversion and most tests use.
+BOX_ROOMS = layout(3).box_rooms
+SLOT_NAMES = layout(3).slot_names
+STATE_VARS, ACTION_VARS = layout(3).state_vars, layout(3).action_vars
 
 
 def _round_pose(pose: Sequence[float]) -> Pose2D:
@@ -92,10 +113,11 @@ class NamoMDP(FactoredMDP):
 
     @staticmethod
     def from_task(task: NamoTask, horizon: int = 200, gamma: float = 1.0) -> NamoMDP:
+        vars_ = layout(task.settings.grid)
         return NamoMDP(
             name=f"namo-{task.task_id}",
-            state_vars=STATE_VARS,
-            action_vars=ACTION_VARS,
+            state_vars=vars_.state_vars,
+            action_vars=vars_.action_vars,
             reward_vars=frozenset({"robot_pose"}),
             horizon=horizon,
             gamma=gamma,
@@ -106,8 +128,9 @@ class NamoMDP(FactoredMDP):
         super().__post_init__()
         assert self.task is not None
         self._task = self.task
+        self.layout = layout(self._task.settings.grid)
         present = {b.name for b in self._task.boxes}
-        unknown = present - set(SLOT_NAMES)
+        unknown = present - set(self.layout.slot_names)
         if unknown:
             raise ValueError(f"boxes {sorted(unknown)} have no slot variable")
         _load_planning_modules()
@@ -153,7 +176,7 @@ class NamoMDP(FactoredMDP):
         held = str(state[2])
         if scene.held is not None and scene.held != held:
             scene.let_go()
-        for name, i in _SLOT_INDEX.items():
+        for name, i in self.layout.slot_index.items():
             if name not in scene.boxes:
                 continue
             value = state[i]
@@ -200,9 +223,9 @@ class NamoMDP(FactoredMDP):
                 return state
             return self._with_pose(state, self._drive(scene, pose, target))
         if op == "pick":
-            if held != NONE or obj not in _SLOT_INDEX:
+            if held != NONE or obj not in self.layout.slot_index:
                 return state
-            value = state[_SLOT_INDEX[str(obj)]]
+            value = state[self.layout.slot_index[str(obj)]]
             if not isinstance(value, tuple) or str(obj) not in scene.boxes:
                 return state
             bx, by = float(value[0]), float(value[1])
@@ -216,7 +239,7 @@ class NamoMDP(FactoredMDP):
                 return state
             out = list(state)
             out[2] = str(obj)
-            out[_SLOT_INDEX[str(obj)]] = HELD
+            out[self.layout.slot_index[str(obj)]] = HELD
             return tuple(out)
         if op == "place":
             if held == NONE or not (isinstance(target, tuple) and len(target) == 2):
@@ -235,7 +258,7 @@ class NamoMDP(FactoredMDP):
                 return state
             out = list(state)
             out[2] = NONE
-            out[_SLOT_INDEX[held]] = (round(x, 4), round(y, 4))
+            out[self.layout.slot_index[held]] = (round(x, 4), round(y, 4))
             return tuple(out)
         return state
 
@@ -263,9 +286,9 @@ class NamoMDP(FactoredMDP):
 
     # --- FactoredMDP ------------------------------------------------------------------------
     def initial_state(self) -> State:
-        slots: list[Hashable] = [ABSENT] * len(SLOT_NAMES)
+        slots: list[Hashable] = [ABSENT] * len(self.layout.slot_names)
         for box in self._task.boxes:
-            slots[_SLOT_INDEX[box.name] - _N_FIXED] = (round(box.x, 4), round(box.y, 4))
+            slots[self.layout.slot_index[box.name] - _N_FIXED] = (round(box.x, 4), round(box.y, 4))
         pose = _round_pose(self._task.start)
         return (pose, self._task.room_of(pose[0], pose[1]), NONE, *slots)
 
@@ -298,9 +321,9 @@ class NamoMDP(FactoredMDP):
             return self._with_pose(state, _round_pose(value))
         if index == 2:  # holding a box means that box is off the floor
             out = list(state)
-            if value != NONE and value in _SLOT_INDEX:
-                out[_SLOT_INDEX[str(value)]] = HELD
-            for name, i in _SLOT_INDEX.items():
+            if value != NONE and value in self.layout.slot_index:
+                out[self.layout.slot_index[str(value)]] = HELD
+            for name, i in self.layout.slot_index.items():
                 if out[i] == HELD and name != value:
                     out[i] = self._home(name)
             out[2] = value
@@ -330,9 +353,13 @@ class NamoMDP(FactoredMDP):
         out = list(state)
         for box in self._task.boxes:
             if rng.random() < 0.2:
-                out[_SLOT_INDEX[box.name]] = self.sample_value(_SLOT_INDEX[box.name], rng)
+                out[self.layout.slot_index[box.name]] = self.sample_value(
+                    self.layout.slot_index[box.name], rng
+                )
         # Half the samples put the robot next to a box, where picks and collisions happen.
-        present = [(str(n), v) for n, i in _SLOT_INDEX.items() if isinstance(v := out[i], tuple)]
+        present = [
+            (str(n), v) for n, i in self.layout.slot_index.items() if isinstance(v := out[i], tuple)
+        ]
         if present and rng.random() < 0.5:
             _, (bx, by) = rng.choice(present)
             heading = rng.uniform(-math.pi, math.pi)
@@ -341,18 +368,18 @@ class NamoMDP(FactoredMDP):
                 (float(bx) - d * math.cos(heading), float(by) - d * math.sin(heading), heading)
             )
         else:
-            pose = self._random_pose(rng, rng.randrange(N_ROOMS))
+            pose = self._random_pose(rng, rng.randrange(self._task.settings.n_rooms))
         return self._with_pose(tuple(out), pose)
 
     def sample_value(self, index: int, rng: random.Random) -> Hashable:
         if index == 0:
-            return self._random_pose(rng, rng.randrange(N_ROOMS))
+            return self._random_pose(rng, rng.randrange(self._task.settings.n_rooms))
         if index in (1, 2):
             return super().sample_value(index, rng)
         # A box of slot box_r{room}_k anywhere in its own room, or no box at all.
         if rng.random() < 0.2:
             return ABSENT
-        room = int(SLOT_NAMES[index - _N_FIXED].split("_")[1][1:])
+        room = int(self.layout.slot_names[index - _N_FIXED].split("_")[1][1:])
         x0, y0, x1, y1 = self._task.room_rect(room)
         m = 0.25
         return (round(rng.uniform(x0 + m, x1 - m), 4), round(rng.uniform(y0 + m, y1 - m), 4))
@@ -380,7 +407,9 @@ class NamoMDP(FactoredMDP):
 
     def _sample_at_box(self, rng: random.Random) -> tuple[State, Action]:
         state = self.sample_state(rng)
-        present = [(n, v) for n, i in _SLOT_INDEX.items() if isinstance(v := state[i], tuple)]
+        present = [
+            (n, v) for n, i in self.layout.slot_index.items() if isinstance(v := state[i], tuple)
+        ]
         if not present:
             return state, self.sample_action(state, rng)
         name, value = rng.choice(present)
@@ -412,7 +441,7 @@ class NamoMDP(FactoredMDP):
         if roll < 0.25:
             near = [
                 n
-                for n, i in _SLOT_INDEX.items()
+                for n, i in self.layout.slot_index.items()
                 if isinstance(v := state[i], tuple)
                 and math.hypot(float(v[0]) - x, float(v[1]) - y) < 1.0
             ]
@@ -442,7 +471,10 @@ class NamoMDP(FactoredMDP):
 
     def exchangeable_groups(self) -> Sequence[frozenset[str]]:
         """The slots of one room: same sampling region, same dynamics."""
-        return [frozenset(f"box_r{room}_{k}" for k in range(SLOTS_PER_ROOM)) for room in BOX_ROOMS]
+        return [
+            frozenset(f"box_r{room}_{k}" for k in range(SLOTS_PER_ROOM))
+            for room in self.layout.box_rooms
+        ]
 
     def describe_action(self, action: Action) -> str:
         op, target, obj = action

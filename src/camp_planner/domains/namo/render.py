@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
 
 from camp_planner.domains.base import RenderPanel
-from camp_planner.domains.namo.world import N_ROOMS, NamoTask, Pose2D
+from camp_planner.domains.namo.world import NamoTask, Pose2D
 
 ALLOWED = "#dbeafe"
 FORBIDDEN = "#e5e7eb"
@@ -38,9 +38,10 @@ def draw_scene(
 ) -> None:
     """Draw ``task`` on ``ax``: rooms (allowed ones tinted), walls, boxes (dropped ones grey,
     moved ones at their new place with an arrow from the old), goal, start and base path."""
-    allowed = set(range(N_ROOMS)) if allowed_rooms is None else set(allowed_rooms)
+    rooms = range(task.settings.n_rooms)
+    allowed = set(rooms) if allowed_rooms is None else set(allowed_rooms)
     moved = dict(moved or {})
-    for room in range(N_ROOMS):
+    for room in rooms:
         x0, y0, x1, y1 = task.room_rect(room)
         colour = ALLOWED if room in allowed else FORBIDDEN
         ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=colour, edgecolor="none"))
@@ -108,9 +109,9 @@ def render_panels(task: NamoTask, panels: Sequence[RenderPanel], path: Path) -> 
             base_path = [_pose(s[0]) for s in ep.states if isinstance(s[0], tuple)]
             final = ep.states[-1] if ep.states else ()
             if final and len(final) > 3:
-                from camp_planner.domains.namo.mdp import SLOT_NAMES
+                from camp_planner.domains.namo.mdp import layout
 
-                for k, name in enumerate(SLOT_NAMES):
+                for k, name in enumerate(layout(task.settings.grid).slot_names):
                     value = final[3 + k]
                     box = next((b for b in task.boxes if b.name == name), None)
                     if (

@@ -15,11 +15,8 @@ import math
 from collections.abc import Hashable, Sequence
 
 from camp_planner.core.mdp import Action, State
-from camp_planner.domains.namo.mdp import HELD, NONE, SLOT_NAMES, SLOTS_PER_ROOM, NamoMDP
+from camp_planner.domains.namo.mdp import HELD, NONE, SLOTS_PER_ROOM, NamoMDP, layout
 from camp_planner.domains.namo.world import (
-    GOAL_ROOM,
-    N_ROOMS,
-    START_ROOM,
     Box,
     Door,
     NamoSettings,
@@ -58,7 +55,7 @@ def scene_from_task(
         assert isinstance(pose, tuple)
         robot = (float(pose[0]), float(pose[1]), float(pose[2]))
         positions = {}
-        for k, name in enumerate(SLOT_NAMES):
+        for k, name in enumerate(layout(st.grid).slot_names):
             value = state[3 + k]
             if isinstance(value, tuple):
                 positions[name] = (float(value[0]), float(value[1]))
@@ -74,7 +71,7 @@ def scene_from_task(
         )
     gx, gy = task.goal
     d = 2 * st.goal_radius
-    objects.append(SceneObject(GOAL_ID, GOAL, (gx, gy, 0.0), (d, d, 0.3), False, str(GOAL_ROOM)))
+    objects.append(SceneObject(GOAL_ID, GOAL, (gx, gy, 0.0), (d, d, 0.3), False, str(st.goal_room)))
     return Scene(
         domain="namo",
         robot_pose=robot,
@@ -102,10 +99,11 @@ def _doors(walls: tuple[Rect, ...], st: NamoSettings) -> tuple[Door, ...]:
     cost of turning a scene into a task."""
     s, t = st.room_size, st.wall_thickness
     doors: list[Door] = []
-    for a in range(N_ROOMS):
-        row, col = divmod(a, 3)
-        for b, vertical in ((a + 1, True), (a + 3, False)):
-            if (vertical and col == 2) or b >= N_ROOMS:
+    g, n = st.grid, st.n_rooms
+    for a in range(n):
+        row, col = divmod(a, g)
+        for b, vertical in ((a + 1, True), (a + g, False)):
+            if (vertical and col == g - 1) or b >= n:
                 continue
             at = (col + 1) * s if vertical else (row + 1) * s
             lo = row * s if vertical else col * s
@@ -148,10 +146,10 @@ def task_from_scene(
     if not walls:
         raise ServiceError(ErrorCode.INVALID_SCENE, "the scene has no walls: the map is missing")
     skeleton = NamoTask(task_id, 0, _doors(tuple(walls), st), (), (rx, ry, ryaw), (0.0, 0.0), st)
-    if skeleton.room_of(rx, ry) != START_ROOM:
+    if skeleton.room_of(rx, ry) != st.start_room:
         raise ServiceError(
             ErrorCode.INVALID_SCENE,
-            f"the NAMO model expects the robot in room {START_ROOM}, not "
+            f"the NAMO model expects the robot in room {st.start_room}, not "
             f"{skeleton.room_of(rx, ry)}",
         )
     if scene.goal_object_id:
@@ -162,12 +160,13 @@ def task_from_scene(
         goal = scene.goal_xy
     if not (0.0 < goal[0] < size and 0.0 < goal[1] < size):
         raise ServiceError(ErrorCode.UNREACHABLE_GOAL, "the goal is outside the map")
-    if skeleton.room_of(*goal) != GOAL_ROOM:
+    if skeleton.room_of(*goal) != st.goal_room:
         raise ServiceError(
             ErrorCode.UNREACHABLE_GOAL,
-            f"the NAMO model expects the goal in room {GOAL_ROOM}, not {skeleton.room_of(*goal)}",
+            f"the NAMO model expects the goal in room {st.goal_room}, "
+            f"not {skeleton.room_of(*goal)}",
         )
-    if not _connected(skeleton.door_graph(), START_ROOM, GOAL_ROOM):
+    if not _connected(skeleton.door_graph(), st.start_room, st.goal_room):
         raise ServiceError(
             ErrorCode.UNREACHABLE_GOAL, "no chain of doorways joins the robot's room to the goal's"
         )
@@ -186,7 +185,7 @@ def task_from_scene(
     boxes: list[Box] = []
     slot_of: dict[str, str] = {}
     for room, objs in sorted(by_room.items()):
-        if room == GOAL_ROOM:
+        if room == st.goal_room:
             raise ServiceError(
                 ErrorCode.INVALID_SCENE,
                 f"boxes {sorted(o.id for o in objs)} stand in the goal room, which the model "
@@ -246,7 +245,7 @@ def plan_geometry(
             steps.append(PlanStepData("move", objects, mode, base, len(path) - 1))
         elif op in ("pick", "place"):
             if op == "pick":
-                value = before[3 + SLOT_NAMES.index(str(obj))]
+                value = before[mdp.layout.slot_index[str(obj)]]
                 assert isinstance(value, tuple)
                 xy = (float(value[0]), float(value[1]))
                 objects = [slot_to_id.get(str(obj), str(obj))]

@@ -37,13 +37,12 @@ from scipy.sparse.csgraph import dijkstra
 from camp_planner.core.camp import CAMP
 from camp_planner.core.mdp import Action, State
 from camp_planner.core.planner import Deadline
-from camp_planner.domains.namo.mdp import HELD, NONE, SLOT_NAMES, NamoMDP, in_reach
+from camp_planner.domains.namo.mdp import HELD, NONE, NamoMDP, in_reach, layout
 from camp_planner.domains.namo.world import NamoTask, Pose2D
 from camp_planner.motion.ompl_se2 import MotionResult, plan_base_path
 from camp_planner.planners.tamp import Refinement
 from camp_planner.sim.namo_scene import HOLD_AHEAD
 
-_SLOTS = set(SLOT_NAMES)
 TARGET_SAMPLES = 6
 RELAXED_TRIES = 3
 PLACE_SAMPLES = 16
@@ -91,6 +90,7 @@ class NamoTampInterface:
         task = mdp.task
         assert task is not None
         self.task: NamoTask = task
+        self.slots = frozenset(layout(task.settings.grid).slot_names)
         self.state = state
         self.allowed = allowed
         self.rng = random.Random(seed)
@@ -120,7 +120,9 @@ class NamoTampInterface:
         self._static_blocked: np.ndarray | None = None
         self._zoned = False
         self._forbidden = [
-            self.task.room_rect(r) for r in range(9) if allowed is not None and r not in allowed
+            self.task.room_rect(r)
+            for r in range(self.task.settings.n_rooms)
+            if allowed is not None and r not in allowed
         ]
 
     # --- the symbolic layer -------------------------------------------------------------------
@@ -298,7 +300,7 @@ class NamoTampInterface:
         start poses only need to be free: a box just put down, or a turn made to put it down,
         may leave the robot closer to something than the margin, and with the margin
         demanded from the first step on it could never leave."""
-        passable = _SLOTS - {solid}
+        passable = self.slots - {solid}
 
         def check(x: float, y: float, yaw: float) -> bool:
             if not self._allowed_at(x, y):
@@ -473,7 +475,7 @@ class NamoTampInterface:
         so when this fails no path exists."""
         cell, n, radius, static = self._grid_setup()
         blocked = static.copy()
-        for name in SLOT_NAMES:
+        for name in layout(self.task.settings.grid).slot_names:
             value = self._value(name)
             if isinstance(value, tuple) and (not ignore_boxes or name == solid):
                 _block(blocked, self.task.box_rect(float(value[0]), float(value[1])), radius, cell)
@@ -507,7 +509,7 @@ class NamoTampInterface:
         # a box, depending on the heading: cells there cost a little, so that a path keeps
         # clear of boxes where it can rather than grazing (and so naming) them.
         reach = self.task.settings.base_half_extent * math.sqrt(2) + PLAN_MARGIN
-        for name in SLOT_NAMES:
+        for name in layout(self.task.settings.grid).slot_names:
             value = self._value(name)
             if isinstance(value, tuple):
                 rect = self.task.box_rect(float(value[0]), float(value[1]))
@@ -719,7 +721,7 @@ class NamoTampInterface:
                 hits = scene.collisions(pose, PLAN_MARGIN)
                 if not hits and scene.arm_reaches(bx, by, top) and self._pick_works(pose, box):
                     return pose, set()
-                crowding |= (hits & _SLOTS) - {box}
+                crowding |= (hits & self.slots) - {box}
         return None, crowding
 
     def _pick_works(self, pose: Pose2D, box: str) -> bool:
@@ -763,7 +765,7 @@ class NamoTampInterface:
         before = scene.checks
         hits: dict[str, None] = {}
         for pose in path:
-            for name in sorted(scene.collisions_at(pose) & _SLOTS):
+            for name in sorted(scene.collisions_at(pose) & self.slots):
                 hits.setdefault(name, None)
         self.checks += scene.checks - before
         self.order = list(hits)

@@ -1,12 +1,13 @@
-"""NAMO tasks (paper domain D3): a 3×3 grid of rooms with movable boxes, as pure geometry.
+"""NAMO tasks (paper domain D3): a grid of rooms (3×3, as in the paper, unless ``grid`` says
+otherwise) with movable boxes, as pure geometry.
 
-Metres, x to the right and y up; room ``row * 3 + col`` spans ``[col·S, (col+1)·S] ×
-[row·S, (row+1)·S]`` for room size ``S``, so the robot starts in room 0 (bottom left) and the
-goal object stands in room 8 (top right). Walls are axis-aligned rectangles with doorways;
-boxes stand in per-room slots, one slot in front of every doorway of the room (so boxes really
-block passages) and the rest spread over the floor. Everything here is plain data, shared by
-the simulator adapter (``camp_planner.sim``), the renderer and the features; a task is fully
-described by its seed and settings.
+Metres, x to the right and y up; with ``G`` rooms per side, room ``row * G + col`` spans
+``[col·S, (col+1)·S] × [row·S, (row+1)·S]`` for room size ``S``, so the robot starts in room 0
+(bottom left) and the goal object stands in room ``G² − 1`` (top right). Walls are
+axis-aligned rectangles with doorways; boxes stand in per-room slots, one slot in front of
+every doorway of the room (so boxes really block passages) and the rest spread over the floor.
+Everything here is plain data, shared by the simulator adapter (``camp_planner.sim``), the
+renderer and the features; a task is fully described by its seed and settings.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from camp_planner.domains.room_grid import random_door_graph
 Rect = tuple[float, float, float, float]  # x0, y0, x1, y1
 Pose2D = tuple[float, float, float]  # x, y, yaw
 
+# The paper's 3×3 world; a larger ``NamoSettings.grid`` has its own (``settings.n_rooms``, ...).
 N_ROOMS = 9
 GOAL_ROOM = 8
 START_ROOM = 0
+MAX_GRID = 7  # 49 rooms, 240 box slots: beyond that the image features blur rooms together
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,27 @@ class NamoSettings:
     goal_radius: float = 0.06  # the goal object: a red cylinder
     reach: float = 0.75  # success: base centre within this distance of the goal object
     goal_reward: float = 1000.0
+    grid: int = 3  # rooms per side
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.grid <= MAX_GRID:
+            raise ValueError(f"world.grid must be between 2 and {MAX_GRID} rooms per side")
 
     @property
     def world_size(self) -> float:
-        return 3 * self.room_size
+        return self.grid * self.room_size
+
+    @property
+    def n_rooms(self) -> int:
+        return self.grid * self.grid
+
+    @property
+    def goal_room(self) -> int:
+        return self.n_rooms - 1
+
+    @property
+    def start_room(self) -> int:
+        return 0
 
 
 @dataclass(frozen=True)
@@ -56,7 +76,7 @@ class Door:
     b: int
     x: float
     y: float
-    vertical_wall: bool  # True: rooms side by side (b = a + 1); False: b = a + 3
+    vertical_wall: bool  # True: rooms side by side (b = a + 1); False: b = a + grid
 
 
 @dataclass(frozen=True)
@@ -83,14 +103,14 @@ class NamoTask:
 
     def room_of(self, x: float, y: float) -> int:
         """The room containing point (x, y), clamped to the grid."""
-        s = self.settings.room_size
-        col = min(max(int(x // s), 0), 2)
-        row = min(max(int(y // s), 0), 2)
-        return row * 3 + col
+        s, g = self.settings.room_size, self.settings.grid
+        col = min(max(int(x // s), 0), g - 1)
+        row = min(max(int(y // s), 0), g - 1)
+        return row * g + col
 
     def room_rect(self, room: int) -> Rect:
         s = self.settings.room_size
-        row, col = divmod(room, 3)
+        row, col = divmod(room, self.settings.grid)
         return (col * s, row * s, (col + 1) * s, (row + 1) * s)
 
     def walls(self) -> list[Rect]:
@@ -104,9 +124,10 @@ class NamoTask:
             (size - half_t, -half_t, size + half_t, size + half_t),
         ]
         doors = {(d.a, d.b): d for d in self.doors}
-        for a in range(N_ROOMS):
-            for b, vertical in ((a + 1, True), (a + 3, False)):
-                if (vertical and a % 3 == 2) or b >= N_ROOMS:
+        g, n = st.grid, st.n_rooms
+        for a in range(n):
+            for b, vertical in ((a + 1, True), (a + g, False)):
+                if (vertical and a % g == g - 1) or b >= n:
                     continue
                 x0, y0, x1, y1 = self.room_rect(a)
                 # The wall between a and b, from one room corner to the next.
@@ -143,7 +164,7 @@ class NamoTask:
         return math.hypot(x - gx, y - gy) <= self.settings.reach
 
     def door_graph(self) -> dict[int, set[int]]:
-        graph: dict[int, set[int]] = {r: set() for r in range(N_ROOMS)}
+        graph: dict[int, set[int]] = {r: set() for r in range(self.settings.n_rooms)}
         for d in self.doors:
             graph[d.a].add(d.b)
             graph[d.b].add(d.a)
@@ -157,8 +178,8 @@ def generate_task(task_id: int, seed: int, settings: NamoSettings | None = None)
     s, w = st.room_size, st.door_width
     margin = st.wall_thickness / 2 + 0.15
     doors: list[Door] = []
-    for a, b in sorted(random_door_graph(rng, st.extra_door_prob)):
-        row, col = divmod(a, 3)
+    for a, b in sorted(random_door_graph(rng, st.extra_door_prob, st.grid)):
+        row, col = divmod(a, st.grid)
         along = rng.uniform(margin + w / 2, s - margin - w / 2)
         if b == a + 1:
             doors.append(Door(a, b, (col + 1) * s, row * s + along, True))
@@ -167,14 +188,14 @@ def generate_task(task_id: int, seed: int, settings: NamoSettings | None = None)
     skeleton = NamoTask(task_id, seed, tuple(doors), (), (0.0, 0.0, 0.0), (0.0, 0.0), st)
 
     # The start and the goal object first, so that no box is placed on top of them.
-    start = _free_point(rng, skeleton.room_rect(START_ROOM), 0.6, [])
-    goal = _free_point(rng, skeleton.room_rect(GOAL_ROOM), 0.6, [])
+    start = _free_point(rng, skeleton.room_rect(st.start_room), 0.6, [])
+    goal = _free_point(rng, skeleton.room_rect(st.goal_room), 0.6, [])
     start_pose: Pose2D = (start[0], start[1], rng.uniform(-math.pi, math.pi))
 
     boxes: list[Box] = []
     box_clearance = st.wall_thickness / 2 + max(st.box_size[:2]) / 2 + 0.05
-    for room in range(N_ROOMS):
-        if room == GOAL_ROOM:
+    for room in range(st.n_rooms):
+        if room == st.goal_room:
             continue
         rect = skeleton.room_rect(room)
         slots: list[tuple[float, float]] = []
@@ -188,13 +209,13 @@ def generate_task(task_id: int, seed: int, settings: NamoSettings | None = None)
                 slots.append((d.x + sign * depth, d.y))
             else:
                 slots.append((d.x, d.y + sign * depth))
-        keep_clear = [start[:2]] if room == START_ROOM else []
+        keep_clear = [start[:2]] if room == st.start_room else []
         while len(slots) < st.slots_per_room:
             p = _free_point(rng, rect, box_clearance, slots, keep_clear)
             slots.append(p)
         for k, (x, y) in enumerate(slots):
             if rng.random() < st.fill_prob:
-                if room == START_ROOM and math.dist((x, y), start[:2]) < 0.8:
+                if room == st.start_room and math.dist((x, y), start[:2]) < 0.8:
                     continue
                 boxes.append(Box(f"box_r{room}_{k}", room, x, y))
     return NamoTask(task_id, seed, tuple(doors), tuple(boxes), start_pose, goal, st)
