@@ -1,0 +1,142 @@
+"""Planning time against world size: several `bench_namo.py` runs in one table and one plot.
+
+Each input is the ``--json`` file of one ``scripts/bench_namo.py`` run (e.g. one per world
+size, ``config/namo-grid3.yaml`` … ``namo-grid5.yaml``). For each run it prints the boxes per
+task, the median planning time of pure TAMP, the CAMP and Stilman's algorithm with their
+success rates, and the median ratio pure ÷ CAMP with its 95 % interval, as a Markdown table;
+``--plot`` draws median times (with the interquartile range) and the ratio against the
+boxes per task. It reads the files only (no planning).
+
+    .venv/bin/python scripts/plot_bench_namo.py docs/bench_namo_grid3.json \\
+        docs/bench_namo_grid4.json docs/bench_namo_grid5.json [--plot out.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from camp_planner.core.errors import CampError
+
+PLANNERS = (("pure", "pure TAMP"), ("camp", "CAMP"), ("stilman", "Stilman"))
+
+
+def load_run(path: Path) -> dict[str, Any]:
+    """One bench run: its rows and summary, checked for the fields the table needs."""
+    try:
+        data = json.loads(path.read_text())
+        rows, summary = data["rows"], data["summary"]
+        for row in rows:
+            for key, _ in PLANNERS:
+                float(row[key]["compute_time_s"])
+                bool(row[key]["success"])
+        float(summary["median_ratio_pure_over_camp"])
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CampError(f"cannot read {path}: {exc}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CampError(f"{path} is not a bench_namo.py --json file ({exc!r} missing)") from None
+    if not rows:
+        raise CampError(f"{path} holds no runs")
+    return {"path": path, "rows": rows, "summary": summary}
+
+
+def run_stats(run: dict[str, Any]) -> dict[str, Any]:
+    """The table's numbers for one run."""
+    rows, summary = run["rows"], run["summary"]
+    out: dict[str, Any] = {
+        "name": run["path"].stem,
+        "boxes": summary.get("boxes_per_task"),
+        "runs": len(rows),
+        "ratio": summary["median_ratio_pure_over_camp"],
+        "ratio_interval": summary.get("median_ratio_interval_95", [None, None]),
+    }
+    for key, _ in PLANNERS:
+        times = sorted(float(r[key]["compute_time_s"]) for r in rows)
+        q = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
+        out[key] = {
+            "median": statistics.median(times),
+            "mean": statistics.mean(times),
+            "q1": q[0],
+            "q3": q[2],
+            "success": sum(bool(r[key]["success"]) for r in rows),
+        }
+    return out
+
+
+def markdown(stats: list[dict[str, Any]]) -> str:
+    head = "| run | boxes per task | " + " | ".join(
+        f"{label} median s (mean) | ok" for _, label in PLANNERS
+    )
+    lines = [
+        head + " | pure ÷ CAMP, median [95 %] |",
+        "|---" * (3 + 2 * len(PLANNERS)) + "|",
+    ]
+    for s in stats:
+        boxes = "?" if s["boxes"] is None else f"{s['boxes']:.1f}"
+        cells = [
+            f"{s[k]['median']:.2f} ({s[k]['mean']:.2f}) | {s[k]['success']}/{s['runs']}"
+            for k, _ in PLANNERS
+        ]
+        lo, hi = s["ratio_interval"]
+        interval = "" if lo is None else f" [{lo:.2f}, {hi:.2f}]"
+        lines.append(
+            f"| {s['name']} | {boxes} | " + " | ".join(cells) + f" | {s['ratio']:.2f}×{interval} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(stats: list[dict[str, Any]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [s["boxes"] if s["boxes"] is not None else i for i, s in enumerate(stats)]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
+    for key, label in PLANNERS:
+        med = [s[key]["median"] for s in stats]
+        low = [s[key]["median"] - s[key]["q1"] for s in stats]
+        high = [s[key]["q3"] - s[key]["median"] for s in stats]
+        ax.errorbar(xs, med, yerr=[low, high], marker="o", capsize=3, label=label)
+    ax.set_xlabel("boxes per task (world of 3×3, 4×4, 5×5 rooms)")
+    ax.set_ylabel("planning time per task, s (median, IQR)")
+    ax.set_yscale("log")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    ratios = [s["ratio"] for s in stats]
+    lo = [s["ratio"] - (s["ratio_interval"][0] or s["ratio"]) for s in stats]
+    hi = [(s["ratio_interval"][1] or s["ratio"]) - s["ratio"] for s in stats]
+    bx.errorbar(xs, ratios, yerr=[lo, hi], marker="o", capsize=3, color="#16a34a")
+    bx.axhline(1.0, color="#6b7280", lw=0.8)
+    bx.set_xlabel("boxes per task")
+    bx.set_ylabel("pure ÷ CAMP planning time (median, 95 %)")
+    bx.grid(alpha=0.3)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="bench_namo.py --json files")
+    parser.add_argument("--plot", type=Path, help="write the plot (PNG) here")
+    args = parser.parse_args(argv)
+    try:
+        stats = [run_stats(load_run(p)) for p in args.runs]
+    except CampError as exc:
+        print(f"plot_bench_namo: error: {exc}", file=sys.stderr)
+        return 2
+    print(markdown(stats))
+    if args.plot is not None:
+        plot(stats, args.plot)
+        print(f"plot: {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

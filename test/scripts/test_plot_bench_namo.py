@@ -1,0 +1,70 @@
+"""The world-size table and plot of NAMO bench runs: numbers from the rows, clear errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+
+def _bench(path: Path, times: dict[str, list[float]], boxes: float, ratio: float) -> Path:
+    n = len(times["pure"])
+    rows = [
+        {k: {"compute_time_s": times[k][i], "success": times[k][i] < 10} for k in times}
+        for i in range(n)
+    ]
+    summary = {
+        "median_ratio_pure_over_camp": ratio,
+        "median_ratio_interval_95": [ratio / 2, ratio * 2],
+        "boxes_per_task": boxes,
+    }
+    path.write_text(json.dumps({"rows": rows, "summary": summary}))
+    return path
+
+
+def test_table_and_plot_come_from_the_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load_script: Callable[[str], ModuleType]
+) -> None:
+    small = _bench(
+        tmp_path / "grid3.json",
+        {"pure": [1.0, 2.0, 3.0], "camp": [1.0, 1.0, 4.0], "stilman": [2.0, 2.0, 12.0]},
+        20.0,
+        1.5,
+    )
+    large = _bench(
+        tmp_path / "grid5.json",
+        {"pure": [8.0, 9.0, 30.0], "camp": [1.0, 2.0, 3.0], "stilman": [5.0, 6.0, 7.0]},
+        55.5,
+        4.5,
+    )
+    out = tmp_path / "img" / "scaling.png"
+    assert load_script("plot_bench_namo").main([str(small), str(large), "--plot", str(out)]) == 0
+    text = capsys.readouterr().out
+    lines = [line for line in text.splitlines() if line.startswith("| grid")]
+    assert len(lines) == 2
+    # Medians, means and successes of each planner, then the ratio with its interval.
+    assert (
+        "| grid3 | 20.0 | 2.00 (2.00) | 3/3 | 1.00 (2.00) | 3/3 | 2.00 (5.33) | 2/3 |" in lines[0]
+    )
+    assert lines[0].endswith("1.50× [0.75, 3.00] |")
+    assert "| grid5 | 55.5 | 9.00 (15.67) | 2/3 |" in lines[1]
+    assert out.stat().st_size > 10_000
+
+
+def test_files_that_are_not_bench_runs_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load_script: Callable[[str], ModuleType]
+) -> None:
+    plot = load_script("plot_bench_namo")
+    assert plot.main([str(tmp_path / "missing.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    wrong = tmp_path / "eval.json"
+    wrong.write_text(json.dumps({"episodes": {}}))
+    assert plot.main([str(wrong)]) == 2
+    assert "not a bench_namo.py --json file" in capsys.readouterr().err
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"rows": [], "summary": {"median_ratio_pure_over_camp": 1.0}}))
+    assert plot.main([str(empty)]) == 2
+    assert "holds no runs" in capsys.readouterr().err
