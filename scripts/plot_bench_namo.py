@@ -102,7 +102,7 @@ def plot(stats: list[dict[str, Any]], out: Path) -> None:
         low = [s[key]["median"] - s[key]["q1"] for s in stats]
         high = [s[key]["q3"] - s[key]["median"] for s in stats]
         ax.errorbar(xs, med, yerr=[low, high], marker="o", capsize=3, label=label)
-    ax.set_xlabel("boxes per task (world of 3×3, 4×4, 5×5 rooms)")
+    ax.set_xlabel("boxes per task")
     ax.set_ylabel("planning time per task, s (median, IQR)")
     ax.set_yscale("log")
     ax.legend()

@@ -116,3 +116,13 @@ def test_a_grid_whose_goal_room_the_contexts_do_not_require_is_a_clear_error() -
     config["world"]["grid"] = 12
     with pytest.raises(CampError, match=r"world\.grid"):
         D.make_tasks(config, "test")
+
+
+@pytest.mark.parametrize("grid", [3, 4, 5, 6])
+def test_the_shipped_grid_configurations_load_and_name_their_goal_room(grid: int) -> None:
+    from camp_planner.config import load_config
+
+    config = load_config(D, Path(__file__).parents[2] / "config" / f"namo-grid{grid}.yaml")
+    task = D.make_tasks(config, "test")[0]
+    assert task.settings.grid == grid and task.room_of(*task.goal) == grid * grid - 1
+    assert config["csi"]["k1"] >= 75
