@@ -2,11 +2,14 @@
 
 Under a room context the robot stays in the allowed rooms, so the boxes of those rooms can
 block it and must stay in the CAMP. This script learns (or reads from the cache) the CSIs of
-every room context of the configuration. It then lists the contexts whose CAMP drops every
-box of an allowed room. Such a CAMP plans through boxes that are really there: its plans
-leave the verified path when executed, and planning falls back to another context.
+every room context of the configuration (``--contexts route``: instead, the route context
+``scripts/bench_namo.py --context route`` gives each test task, for worlds larger than the
+paper's). It then lists the contexts whose CAMP drops every box of an allowed room. Such a
+CAMP plans through boxes that are really there: its plans leave the verified path when
+executed, and planning falls back to another context.
 
-    .venv/bin/python scripts/audit_namo_csis.py [--config FILE] [--json out.json]
+    .venv/bin/python scripts/audit_namo_csis.py [--config FILE] [--contexts space|route]
+        [--tasks 10] [--json out.json]
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from camp_planner.core.errors import CampError
-from camp_planner.domains.namo.mdp import BOX_ROOMS
+from camp_planner.domains.namo.domain import route_context
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 
@@ -28,9 +31,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, help="NAMO configuration (default: the domain's)")
     parser.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS)
     parser.add_argument("--json", type=Path, help="also write the findings here")
+    parser.add_argument(
+        "--contexts",
+        choices=("space", "route"),
+        default="space",
+        help="the configuration's context space (default), or each test task's route context",
+    )
+    parser.add_argument(
+        "--tasks", type=int, default=10, help="test tasks whose route contexts to audit"
+    )
     args = parser.parse_args(argv)
+    if args.tasks < 1:
+        parser.error("--tasks must be at least 1")
     try:
-        report = audit(args.config, args.artifacts)
+        report = audit(args.config, args.artifacts, args.contexts, args.tasks)
     except CampError as exc:
         print(f"audit_namo_csis: error: {exc}", file=sys.stderr)
         return 2
@@ -46,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def audit(config: Path | None, artifacts: Path) -> dict[str, Any]:
+def audit(
+    config: Path | None, artifacts: Path, which: str = "space", n_tasks: int = 10
+) -> dict[str, Any]:
     """Every room context's allowed box rooms that its CSIs drop entirely."""
     started = time.perf_counter()
     pipe = Pipeline.create("namo", config, artifacts)
@@ -56,8 +72,14 @@ def audit(config: Path | None, artifacts: Path) -> dict[str, Any]:
     mdp = pipe.domain.make_mdp(pipe.tasks("test")[0], pipe.config)
     unsound: list[dict[str, Any]] = []
     contexts = learned = 0
+    if which == "route":
+        pipe.config["tasks"]["test"] = n_tasks
+        candidates = list(dict.fromkeys(route_context(t) for t in pipe.tasks("test")))
+    else:
+        candidates = list(pipe.space)
+    box_rooms = set(mdp.layout.box_rooms)  # type: ignore[attr-defined]
     try:
-        for ctx in pipe.space:
+        for ctx in candidates:
             if ctx.is_universal:
                 continue
             contexts += 1
@@ -68,7 +90,7 @@ def audit(config: Path | None, artifacts: Path) -> dict[str, Any]:
             rooms = sorted(
                 r
                 for r in allowed
-                if r in BOX_ROOMS and not any(v.startswith(f"box_r{r}_") for v in kept)
+                if r in box_rooms and not any(v.startswith(f"box_r{r}_") for v in kept)
             )
             if rooms:
                 unsound.append({"context": ctx.name, "rooms": rooms})
@@ -76,6 +98,7 @@ def audit(config: Path | None, artifacts: Path) -> dict[str, Any]:
         mdp.close()  # type: ignore[attr-defined]
     return {
         "config": str(config) if config else None,
+        "context_family": which,
         "contexts": contexts,
         "learned": learned,
         "unsound": unsound,

@@ -34,13 +34,13 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 from camp_planner.config import parse_settings
-from camp_planner.core.context import Context, Term
+from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
+from camp_planner.domains.namo.domain import route_context as namo_route_context
 from camp_planner.learning.paired import bootstrap_interval, paired_difference
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
@@ -102,17 +102,9 @@ def smallest_reachable_context(pipe: Pipeline, task: Any) -> Context:
 
 
 def route_context(pipe: Pipeline, task: Any) -> Context:
-    """The rooms of the doorway route from the start room to the goal room whose rooms hold
-    the fewest boxes (then: the fewest rooms), as a room disjunction."""
-    graph = pipe.domain.region_graph(task)
-    assert graph is not None
-    boxes: dict[Hashable, float] = {}
-    for box in task.boxes:
-        boxes[box.room] = boxes.get(box.room, 0.0) + 1.0
-    route = graph.lightest_route(boxes)
-    if route is None:
-        return Context.universal()
-    return Context("disjunction", tuple(Term(graph.variable, room) for room in route))
+    """The rooms of the doorway route whose rooms hold the fewest boxes (then: the fewest
+    rooms): :func:`camp_planner.domains.namo.domain.route_context`."""
+    return namo_route_context(task)
 
 
 def checks_per_second(pipe: Pipeline, task: Any, n: int = 2000, lazy: bool = False) -> float:

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from camp_planner.core.context import Context, Term
+
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
 
@@ -64,9 +66,7 @@ def test_route_contexts_allow_exactly_the_rooms_of_the_lightest_route(
         assert {0, 15} <= rooms and graph.can_reach_goal(ctx)
         # No room can go: each is needed to join start and goal (it is a route).
         for room in rooms - {0, 15}:
-            smaller = bench.Context(
-                "disjunction", tuple(bench.Term("robot_room", r) for r in rooms - {room})
-            )
+            smaller = Context("disjunction", tuple(Term("robot_room", r) for r in rooms - {room}))
             assert not graph.can_reach_goal(smaller)
         # And no route, found by trying every simple one, holds fewer boxes, or as few in
         # fewer rooms.

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from camp_planner.domains.namo.scene_io import scene_from_task, task_from_scene
-from camp_planner.domains.namo.world import generate_task
+from camp_planner.domains.namo.world import NamoSettings, generate_task
 from camp_planner.service.errors import ErrorCode, ServiceError
 from camp_planner.service.scene import Scene, SceneObject
 
@@ -18,10 +18,11 @@ def _close(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     return all(math.isclose(x, y, abs_tol=1e-9) for x, y in zip(a, b, strict=True))
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_scene_round_trips_to_the_same_task(seed: int) -> None:
-    task = generate_task(seed, seed)
-    back, slot_of = task_from_scene(scene_from_task(task))
+@pytest.mark.parametrize(("seed", "grid"), [*((s, 3) for s in range(12)), (0, 4), (1, 5)])
+def test_scene_round_trips_to_the_same_task(seed: int, grid: int) -> None:
+    settings = NamoSettings(grid=grid)
+    task = generate_task(seed, seed, settings)
+    back, slot_of = task_from_scene(scene_from_task(task), settings)
     assert sorted((d.a, d.b) for d in back.doors) == sorted((d.a, d.b) for d in task.doors)
     for d in task.doors:
         twin = next(e for e in back.doors if (e.a, e.b) == (d.a, d.b))

@@ -3,12 +3,13 @@ renders. The simulator (PyBullet) is only started when an MDP is stepped."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from camp_planner.core.context import Context, Term
 from camp_planner.core.errors import CampError
 from camp_planner.core.feasibility import RegionGraph
 from camp_planner.core.mdp import FactoredMDP
@@ -42,6 +43,32 @@ def world_settings(config: Mapping[str, Any]) -> NamoSettings:
             f"contexts.required_values to [{st.start_room}, {st.goal_room}] (now {required})"
         )
     return st
+
+
+def room_graph(task: NamoTask) -> RegionGraph:
+    """Rooms joined by doorways (boxes in a doorway can be moved, so they don't count)."""
+    return RegionGraph.from_edges(
+        "robot_room",
+        range(task.settings.n_rooms),
+        [(d.a, d.b) for d in task.doors],
+        task.room_of(*task.start[:2]),
+        [task.settings.goal_room],
+    )
+
+
+def route_context(task: NamoTask) -> Context:
+    """The rooms of the doorway route from the start room to the goal room whose rooms hold
+    the fewest boxes (then: the fewest rooms), as a room disjunction: the context a
+    structural oracle gives a task in worlds too large for the room-disjunction family
+    (universal if no route exists, which the generator never draws)."""
+    graph = room_graph(task)
+    boxes: dict[Hashable, float] = {}
+    for box in task.boxes:
+        boxes[box.room] = boxes.get(box.room, 0.0) + 1.0
+    route = graph.lightest_route(boxes)
+    if route is None:
+        return Context.universal()
+    return Context("disjunction", tuple(Term(graph.variable, room) for room in route))
 
 
 class NamoDomain(Domain):
@@ -166,15 +193,8 @@ class NamoDomain(Domain):
         return img
 
     def region_graph(self, task: Any) -> RegionGraph:
-        """Rooms joined by doorways (boxes in a doorway can be moved, so they don't count)."""
         assert isinstance(task, NamoTask)
-        return RegionGraph.from_edges(
-            "robot_room",
-            range(task.settings.n_rooms),
-            [(d.a, d.b) for d in task.doors],
-            task.room_of(*task.start[:2]),
-            [task.settings.goal_room],
-        )
+        return room_graph(task)
 
     def render(self, task: Any, panels: Sequence[RenderPanel], path: Path) -> None:
         from camp_planner.domains.namo.render import render_panels
