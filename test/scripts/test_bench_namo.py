@@ -14,27 +14,6 @@ from camp_planner.core.context import Context, Term
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["--repeats", "0"],
-        ["--tasks", "0"],
-        ["--set", "guide"],
-        ["--set", "=none"],
-        ["--split", "validation"],
-    ],
-)
-def test_bad_arguments_are_refused(
-    argv: list[str],
-    capsys: pytest.CaptureFixture[str],
-    load_script: Callable[[str], ModuleType],
-) -> None:
-    with pytest.raises(SystemExit) as exc:
-        load_script("bench_namo").main(argv)
-    assert exc.value.code == 2
-    assert "--" in capsys.readouterr().err
-
-
 def test_settings_are_read_as_yaml_values(load_script: Callable[[str], ModuleType]) -> None:
     parse = load_script("bench_namo").parse_settings
     assert parse(["guide=none", "motion_timeout_s=2", "relaxed=grid"]) == {
@@ -87,11 +66,3 @@ def _simple_routes(adjacency: Any, start: int, goal: int) -> list[list[int]]:
             continue
         stack.extend([*route, nb] for nb in adjacency[route[-1]] if nb not in route)
     return routes
-
-
-def test_an_unknown_context_choice_is_refused(
-    capsys: pytest.CaptureFixture[str], load_script: Callable[[str], ModuleType]
-) -> None:
-    with pytest.raises(SystemExit):
-        load_script("bench_namo").main(["--context", "oracle"])
-    assert "--context" in capsys.readouterr().err
