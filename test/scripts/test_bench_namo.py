@@ -1,4 +1,4 @@
-"""The NAMO benchmark: bad arguments are refused before any planning; settings parse."""
+"""The NAMO benchmark: settings parse, and route contexts are the lightest routes."""
 
 from __future__ import annotations
 

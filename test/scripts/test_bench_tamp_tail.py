@@ -1,4 +1,4 @@
-"""The TAMP tail benchmark: bad arguments are refused; a tiny run reports every run."""
+"""The TAMP tail benchmark: settings are checked; a tiny run reports every run."""
 
 from __future__ import annotations
 
