@@ -118,10 +118,10 @@ def test_larger_grids_are_connected_with_start_and_goal_in_opposite_corners(grid
         assert all(task.room_of(d.x - 0.01, d.y - 0.01) in (d.a, d.b) for d in task.doors)
 
 
-@pytest.mark.parametrize("grid", [0, 1, 8])
-def test_grids_outside_the_supported_sizes_are_refused(grid: int) -> None:
+@pytest.mark.parametrize("grid", [0, 1, 8, 4.5])
+def test_grids_outside_the_supported_sizes_are_refused(grid: float) -> None:
     with pytest.raises(ValueError, match=r"world\.grid"):
-        NamoSettings(grid=grid)
+        NamoSettings(grid=grid)  # type: ignore[arg-type]
 
 
 def test_render_draws_a_larger_grid(tmp_path: Path) -> None:

@@ -90,7 +90,8 @@ class NamoTampInterface:
         task = mdp.task
         assert task is not None
         self.task: NamoTask = task
-        self.slots = frozenset(layout(task.settings.grid).slot_names)
+        self.slot_names = layout(task.settings.grid).slot_names
+        self.slots = frozenset(self.slot_names)
         self.state = state
         self.allowed = allowed
         self.rng = random.Random(seed)
@@ -475,7 +476,7 @@ class NamoTampInterface:
         so when this fails no path exists."""
         cell, n, radius, static = self._grid_setup()
         blocked = static.copy()
-        for name in layout(self.task.settings.grid).slot_names:
+        for name in self.slot_names:
             value = self._value(name)
             if isinstance(value, tuple) and (not ignore_boxes or name == solid):
                 _block(blocked, self.task.box_rect(float(value[0]), float(value[1])), radius, cell)
@@ -509,7 +510,7 @@ class NamoTampInterface:
         # a box, depending on the heading: cells there cost a little, so that a path keeps
         # clear of boxes where it can rather than grazing (and so naming) them.
         reach = self.task.settings.base_half_extent * math.sqrt(2) + PLAN_MARGIN
-        for name in layout(self.task.settings.grid).slot_names:
+        for name in self.slot_names:
             value = self._value(name)
             if isinstance(value, tuple):
                 rect = self.task.box_rect(float(value[0]), float(value[1]))

@@ -48,8 +48,12 @@ class NamoSettings:
     grid: int = 3  # rooms per side
 
     def __post_init__(self) -> None:
-        if not 2 <= self.grid <= MAX_GRID:
-            raise ValueError(f"world.grid must be between 2 and {MAX_GRID} rooms per side")
+        whole = isinstance(self.grid, int) and not isinstance(self.grid, bool)
+        if not whole or not 2 <= self.grid <= MAX_GRID:
+            raise ValueError(
+                f"world.grid must be a whole number of rooms per side from 2 to {MAX_GRID}, "
+                f"got {self.grid!r}"
+            )
 
     @property
     def world_size(self) -> float:
