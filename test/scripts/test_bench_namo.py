@@ -66,3 +66,24 @@ def _simple_routes(adjacency: Any, start: int, goal: int) -> list[list[int]]:
             continue
         stack.extend([*route, nb] for nb in adjacency[route[-1]] if nb not in route)
     return routes
+
+
+@pytest.mark.pybullet
+def test_the_collision_check_rate_is_the_median_of_timed_rounds(
+    tmp_path: Path, load_script: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import math
+
+    from camp_planner.workflow import Pipeline
+
+    bench = load_script("bench_namo")
+    pipe = Pipeline.create("namo", CONFIG / "namo-grid3.yaml", tmp_path)
+    task = pipe.domain.make_tasks(pipe.config, "test")[0]
+    # A clock that makes round k take k + 1 seconds: the median round is the third.
+    ticks = iter(float(t) for t in (0, 1, 10, 12, 20, 23, 30, 34, 40, 45))
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: next(ticks))
+    assert bench.checks_per_second(pipe, task, n=50, rounds=5) == pytest.approx(10 / 3)
+    monkeypatch.undo()
+    for lazy in (False, True):
+        rate = bench.checks_per_second(pipe, task, n=7, lazy=lazy, rounds=5)
+        assert math.isfinite(rate) and rate > 0
