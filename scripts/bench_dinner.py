@@ -7,7 +7,9 @@ test tasks, every context's CAMP is solved once and the best context is chosen i
 fewest fluents: a structural choice, so timing noise cannot pick it). Then pure planning
 (Fast Downward on the original lifted PDDL) and planning in that CAMP (Fast Downward on the
 CAMP's ground PDDL, construction included) are timed ``--repeats`` times each, alternating,
-and the medians are reported with the problem sizes each planner saw.
+and the medians are reported with the problem sizes each planner saw. Every finished
+(size, task) row is appended to a checkpoint in ``<artifacts>/bench/``: a killed run resumes
+from it when the same command is run again, and a completed run deletes it.
 
     .venv/bin/python scripts/bench_dinner.py [--sizes 0 50 100 200 400] [--tasks 5]
 """
@@ -27,9 +29,11 @@ from typing import Any
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import run_episode
+from camp_planner.learning.jsonl import RunCheckpoint
 from camp_planner.pddl.export import export
 from camp_planner.pddl.mdp import StripsMDP
 from camp_planner.planners.fast_downward import FastDownward
+from camp_planner.planners.registry import planner_version
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 
@@ -90,63 +94,49 @@ def _episode(
 
 def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    smallest = _pipeline(0, args)  # each size's configuration follows from it and the size
+    # Every finished (size, task) row is kept, so that a killed run resumes where it stopped.
+    checkpoint = RunCheckpoint(
+        args.artifacts / "bench",
+        "dinner",
+        {
+            "format": 1,
+            "config": smallest.config,
+            "version": smallest.domain.version,
+            "planner": planner_version("fast_downward"),
+            "repeats": args.repeats,
+            "timeout": args.timeout,
+            "mode": args.mode,
+        },
+    )
+    if checkpoint.resuming():
+        print(checkpoint.resuming(), flush=True)
     rows: list[dict[str, Any]] = []
     print(
         "| products | objects | task | context | pure: fluents / ops | CAMP: fluents / ops "
         "| pure s | CAMP s | ratio | return pure | return CAMP |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for size in args.sizes:
-        pipe = _pipeline(size, args)
-        for context in pipe.space:  # offline work, never timed
-            if not context.is_universal:
-                pipe.store.get(context)
-        for t, task in enumerate(pipe.tasks("test")):
-            mdp = pipe.domain.make_mdp(task, pipe.config)
-            assert isinstance(mdp, StripsMDP) and mdp.task is not None
-            pure = _episode(pipe, mdp, None, args.timeout, args.mode)
-            best: tuple[int, Context] | None = None
-            for context in pipe.space:
-                result = _episode(pipe, mdp, context, args.timeout, args.mode)
-                if result.success and result.discounted_return >= pure.discounted_return - 1e-9:
-                    kept = len(pipe.build_camp(mdp, context).state_vars)
-                    if best is None or kept < best[0]:
-                        best = (kept, context)
-            if best is None:
-                raise CampError(f"no context reaches pure planning's return on task {t}")
-            context = best[1]
-            small = export(pipe.build_camp(mdp, context))
-            times: dict[str, list[float]] = {"pure": [], "camp": []}
-            returns: dict[str, float] = {}
-            for _ in range(args.repeats):
-                for label, ctx in (("pure", None), ("camp", context)):
-                    result = _episode(pipe, mdp, ctx, args.timeout, args.mode)
-                    times[label].append(result.compute_time_s)
-                    returns[label] = result.discounted_return
-            row = {
-                "products": size,
-                "objects": len(mdp.task.objects),
-                "task": t,
-                "context": context.name,
-                "pure_fluents": len(mdp.state_vars),
-                "pure_operators": len(mdp.task.operators),
-                "camp_fluents": small.n_fluents,
-                "camp_operators": small.n_operators,
-                "camp_objects": len(small.objects),
-                "pure_s": statistics.median(times["pure"]),
-                "camp_s": statistics.median(times["camp"]),
-                "pure_return": returns["pure"],
-                "camp_return": returns["camp"],
-            }
-            rows.append(row)
-            print(
-                f"| {size} | {row['objects']} | {t} | {context.name} | "
-                f"{row['pure_fluents']} / {row['pure_operators']} | "
-                f"{row['camp_fluents']} / {row['camp_operators']} | {row['pure_s']:.3f} | "
-                f"{row['camp_s']:.3f} | {row['pure_s'] / row['camp_s']:.1f}× | "
-                f"{row['pure_return']:.0f} | {row['camp_return']:.0f} |",
-                flush=True,
-            )
+    try:
+        for size in args.sizes:
+            pipe = _pipeline(size, args)
+            for t, task in enumerate(pipe.tasks("test")):
+                row = checkpoint.get((size, t))
+                if row is None:
+                    row = _measure(pipe, args, size, t, task)
+                    checkpoint.add((size, t), row)
+                rows.append(row)
+                print(
+                    f"| {size} | {row['objects']} | {t} | {row['context']} | "
+                    f"{row['pure_fluents']} / {row['pure_operators']} | "
+                    f"{row['camp_fluents']} / {row['camp_operators']} | {row['pure_s']:.3f} | "
+                    f"{row['camp_s']:.3f} | {row['pure_s'] / row['camp_s']:.1f}× | "
+                    f"{row['pure_return']:.0f} | {row['camp_return']:.0f} |",
+                    flush=True,
+                )
+    except KeyboardInterrupt:
+        print(f"\n{checkpoint.interrupted()}", file=sys.stderr)
+        return 130
     wall = time.perf_counter() - started
     print(f"\nwall time {wall:.0f} s on {platform.machine()} / Python {platform.python_version()}")
     summary = _summary(rows)
@@ -157,7 +147,54 @@ def _run(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps({"rows": rows, "wall_time_s": wall}, indent=1))
     if args.plot:
         _plot(rows, args.plot)
+    checkpoint.discard()  # complete: the same command measures everything again
     return 0
+
+
+def _measure(
+    pipe: Pipeline, args: argparse.Namespace, size: int, t: int, task: Any
+) -> dict[str, Any]:
+    """Task ``t`` of world size ``size``: the best context in hindsight, then pure planning
+    and its CAMP timed ``args.repeats`` times each, alternating."""
+    for context in pipe.space:  # offline work, never timed (cached after the first task)
+        if not context.is_universal:
+            pipe.store.get(context)
+    mdp = pipe.domain.make_mdp(task, pipe.config)
+    assert isinstance(mdp, StripsMDP) and mdp.task is not None
+    pure = _episode(pipe, mdp, None, args.timeout, args.mode)
+    best: tuple[int, Context] | None = None
+    for context in pipe.space:
+        result = _episode(pipe, mdp, context, args.timeout, args.mode)
+        if result.success and result.discounted_return >= pure.discounted_return - 1e-9:
+            kept = len(pipe.build_camp(mdp, context).state_vars)
+            if best is None or kept < best[0]:
+                best = (kept, context)
+    if best is None:
+        raise CampError(f"no context reaches pure planning's return on task {t}")
+    context = best[1]
+    small = export(pipe.build_camp(mdp, context))
+    times: dict[str, list[float]] = {"pure": [], "camp": []}
+    returns: dict[str, float] = {}
+    for _ in range(args.repeats):
+        for label, ctx in (("pure", None), ("camp", context)):
+            result = _episode(pipe, mdp, ctx, args.timeout, args.mode)
+            times[label].append(result.compute_time_s)
+            returns[label] = result.discounted_return
+    return {
+        "products": size,
+        "objects": len(mdp.task.objects),
+        "task": t,
+        "context": context.name,
+        "pure_fluents": len(mdp.state_vars),
+        "pure_operators": len(mdp.task.operators),
+        "camp_fluents": small.n_fluents,
+        "camp_operators": small.n_operators,
+        "camp_objects": len(small.objects),
+        "pure_s": statistics.median(times["pure"]),
+        "camp_s": statistics.median(times["camp"]),
+        "pure_return": returns["pure"],
+        "camp_return": returns["camp"],
+    }
 
 
 def _summary(rows: list[dict[str, Any]]) -> list[str]:

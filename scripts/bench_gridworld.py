@@ -5,7 +5,9 @@ solved with BFS-replan, and among the contexts that reach the best return, the o
 keeps the fewest state variables wins (the smallest abstraction that loses no return; a
 structural choice, so timing noise cannot pick it). Then BFS-replan and value iteration each
 run once in the full MDP and once in that CAMP, in the same process. Prints a per-task table
-and the ratio of total planning time (pure ÷ CAMP).
+and the ratio of total planning time (pure ÷ CAMP). Every finished (task, planner) pair is
+appended to a checkpoint in ``<artifacts>/bench/``: a killed run resumes from it when the same
+command is run again, and a completed run deletes it.
 
     .venv/bin/python scripts/bench_gridworld.py [--tasks 10] [--timeout 60] [--json out.json]
 """
@@ -25,6 +27,8 @@ import yaml
 
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
+from camp_planner.learning.jsonl import RunCheckpoint
+from camp_planner.planners.registry import planner_version
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 
@@ -58,36 +62,50 @@ def _run(args: argparse.Namespace) -> int:
     for ctx in pipe.space:  # CSIs are offline work: learn them before timing anything
         if not ctx.is_universal:
             pipe.store.get(ctx)
+    # Every finished (task, planner) pair is kept, so that a killed run resumes where it stopped.
+    checkpoint = RunCheckpoint(
+        args.artifacts / "bench",
+        "gridworld",
+        {
+            "format": 1,
+            "version": pipe.domain.version,
+            "config": pipe.config,
+            "timeout": args.timeout,
+            "planners": {
+                name: planner_version(name) for name in {_parse_spec(p)[0] for p in args.planners}
+            },
+        },
+    )
+    if checkpoint.resuming():
+        print(checkpoint.resuming(), flush=True)
     rows: list[dict[str, Any]] = []
     print(
         f"{'task':>4} {'context':<30} {'planner':<11} {'pure s':>8} {'camp s':>8} "
         f"{'ratio':>7} {'pure R':>7} {'camp R':>7}"
     )
-    for i, task in enumerate(tasks):
-        context = _good_context(pipe, task, args.timeout)
-        for planner in args.planners:
-            name, settings = _parse_spec(planner)
-            pure, _ = pipe.run(task, name, None, timeout_s=args.timeout, overrides=settings)
-            camp, _ = pipe.run(task, name, context, timeout_s=args.timeout, overrides=settings)
-            row = {
-                "task": i,
-                "context": context.name,
-                "planner": planner,
-                "pure_time_s": pure.compute_time_s,
-                "camp_time_s": camp.compute_time_s,
-                "pure_return": pure.discounted_return,
-                "camp_return": camp.discounted_return,
-                "pure_outcome": pure.outcome,
-                "camp_outcome": camp.outcome,
-            }
-            rows.append(row)
-            ratio = pure.compute_time_s / max(camp.compute_time_s, 1e-9)
-            print(
-                f"{i:>4} {context.name:<30} {_short(planner):<11} {pure.compute_time_s:8.3f} "
-                f"{camp.compute_time_s:8.3f} {ratio:6.1f}× {pure.discounted_return:7.2f} "
-                f"{camp.discounted_return:7.2f}",
-                flush=True,
-            )
+    try:
+        for i, task in enumerate(tasks):
+            context: Context | None = None
+            for planner in args.planners:
+                row = checkpoint.get((i, planner))
+                earlier = row is not None
+                if row is None:
+                    if context is None:  # offline work, and only for a task still to measure
+                        context = _good_context(pipe, task, args.timeout)
+                    row = _measure(pipe, args, i, task, planner, context)
+                    checkpoint.add((i, planner), row)
+                rows.append(row)
+                ratio = row["pure_time_s"] / max(row["camp_time_s"], 1e-9)
+                print(
+                    f"{i:>4} {row['context']:<30} {_short(planner):<11} "
+                    f"{row['pure_time_s']:8.3f} {row['camp_time_s']:8.3f} {ratio:6.1f}× "
+                    f"{row['pure_return']:7.2f} {row['camp_return']:7.2f}"
+                    f"{'  (finished earlier)' if earlier else ''}",
+                    flush=True,
+                )
+    except KeyboardInterrupt:
+        print(f"\n{checkpoint.interrupted()}", file=sys.stderr)
+        return 130
     print()
     print("summary (one run, same process):")
     for planner in args.planners:
@@ -112,7 +130,28 @@ def _run(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(rows, indent=1))
     if args.plot:
         _plot(rows, args.plot)
+    checkpoint.discard()  # complete: the same command measures everything again
     return 0
+
+
+def _measure(
+    pipe: Pipeline, args: argparse.Namespace, index: int, task: Any, planner: str, context: Context
+) -> dict[str, Any]:
+    """Planner spec ``planner`` once in the full task and once in the CAMP of ``context``."""
+    name, settings = _parse_spec(planner)
+    pure, _ = pipe.run(task, name, None, timeout_s=args.timeout, overrides=settings)
+    camp, _ = pipe.run(task, name, context, timeout_s=args.timeout, overrides=settings)
+    return {
+        "task": index,
+        "context": context.name,
+        "planner": planner,
+        "pure_time_s": pure.compute_time_s,
+        "camp_time_s": camp.compute_time_s,
+        "pure_return": pure.discounted_return,
+        "camp_return": camp.discounted_return,
+        "pure_outcome": pure.outcome,
+        "camp_outcome": camp.outcome,
+    }
 
 
 def _plot(rows: list[dict[str, Any]], path: Path) -> None:

@@ -20,6 +20,10 @@ interval), each planner's mean, median and
 both planners (e.g. ``--set guide=none`` for base motions planned as one OMPL query instead
 of doorway to doorway).
 
+Every finished (task, planner seed) run is appended to a checkpoint in
+``<artifacts>/bench/`` as it ends. A run that is killed (or stopped with Ctrl-C) resumes from
+it when the same command is run again; a run that completes deletes it.
+
     .venv/bin/python scripts/bench_namo.py [--tasks 10] [--split test] [--repeats 1]
         [--timeout 60] [--context space|route] [--set key=value ...] [--json out.json]
 """
@@ -41,7 +45,9 @@ from camp_planner.config import parse_settings
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.domains.namo.domain import route_context as namo_route_context
+from camp_planner.learning.jsonl import RunCheckpoint
 from camp_planner.learning.paired import bootstrap_interval, paired_difference
+from camp_planner.planners.registry import planner_version
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 
@@ -145,42 +151,51 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     for ctx in chosen:  # CSIs are offline work: learn them before timing anything
         if not ctx.is_universal:
             pipe.store.get(ctx)
+    # Every finished run is kept: a 6x6 run takes 20 minutes, and a kill must not cost it.
+    checkpoint = RunCheckpoint(
+        args.artifacts / "bench",
+        "namo",
+        {
+            "format": 1,
+            "version": pipe.domain.version,
+            "planners": {name: planner_version(name) for name in ("tamp", "stilman")},
+            "config": pipe.config,
+            "split": args.split,
+            "timeout": args.timeout,
+            "settings": overrides,
+            "context": args.context,
+        },
+    )
+    if checkpoint.resuming():
+        print(checkpoint.resuming(), flush=True)
     rows: list[dict[str, Any]] = []
+    resumed = 0
     print(
         f"{'task':>4} {'seed':>4}  {'context':<40} {'pure s':>7} {'ok':>3} {'CAMP s':>7} "
         f"{'ok':>3} {'Stilman s':>9} {'ok':>3}  {'boxes kept':>10}  {'ratio':>6}",
         flush=True,
     )
-    for i, (task, ctx) in enumerate(zip(tasks, chosen, strict=True)):
-        for seed in range(args.repeats):
-            row: dict[str, Any] = {"task": i, "seed": seed, "context": ctx.name}
-            for label, planner, context in (
-                ("pure", "tamp", None),
-                ("camp", "tamp", ctx),
-                ("stilman", "stilman", None),
-            ):
-                result, camp = pipe.run(
-                    task, planner, context, seed=seed, timeout_s=args.timeout, overrides=overrides
+    try:
+        for i, (task, ctx) in enumerate(zip(tasks, chosen, strict=True)):
+            for seed in range(args.repeats):
+                row = checkpoint.get((i, seed))
+                earlier = row is not None
+                if row is None:
+                    row = _measure(pipe, args, overrides, i, task, ctx, seed)
+                    checkpoint.add((i, seed), row)
+                resumed += earlier
+                rows.append(row)
+                print(
+                    f"{i:>4} {seed:>4}  {ctx.name:<40} {row['pure']['compute_time_s']:>7.2f} "
+                    f"{_ok(row['pure'])} {row['camp']['compute_time_s']:>7.2f} "
+                    f"{_ok(row['camp'])} {row['stilman']['compute_time_s']:>9.2f} "
+                    f"{_ok(row['stilman'])}  {row.get('boxes_kept', len(task.boxes)):>10}  "
+                    f"{row['ratio']:>5.1f}×{'  (finished earlier)' if earlier else ''}",
+                    flush=True,
                 )
-                row[label] = {
-                    "compute_time_s": result.compute_time_s,
-                    "success": result.success,
-                    "outcome": result.outcome,
-                    "stage_times_s": result.stage_times_s,
-                    "fallbacks": result.fallbacks,
-                }
-                if camp is not None:
-                    row["boxes_kept"] = sum(1 for v in camp.state_vars if v.name.startswith("box_"))
-            ratio = row["pure"]["compute_time_s"] / max(row["camp"]["compute_time_s"], 1e-9)
-            row["ratio"] = ratio
-            rows.append(row)
-            print(
-                f"{i:>4} {seed:>4}  {ctx.name:<40} {row['pure']['compute_time_s']:>7.2f} "
-                f"{_ok(row['pure'])} {row['camp']['compute_time_s']:>7.2f} {_ok(row['camp'])} "
-                f"{row['stilman']['compute_time_s']:>9.2f} {_ok(row['stilman'])}  "
-                f"{row.get('boxes_kept', len(task.boxes)):>10}  {ratio:>5.1f}×",
-                flush=True,
-            )
+    except KeyboardInterrupt:
+        print(f"\n{checkpoint.interrupted()}", file=sys.stderr)
+        return 130
     rate = checks_per_second(pipe, tasks[0])
     lazy_rate = checks_per_second(pipe, tasks[0], lazy=True)
     ratios = [r["ratio"] for r in rows]
@@ -218,6 +233,7 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
             "collision_checks_per_s": rate,
             "planner_collision_queries_per_s": lazy_rate,
             "wall_time_s": time.perf_counter() - started,
+            "runs_finished_earlier": resumed,  # by a run that was interrupted: not in wall time
             "machine": f"{platform.machine()}, {platform.python_version()}",
         }
     )
@@ -236,7 +252,40 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
+    checkpoint.discard()  # complete: the same command measures everything again
     return 0
+
+
+def _measure(
+    pipe: Pipeline,
+    args: argparse.Namespace,
+    overrides: dict[str, Any],
+    index: int,
+    task: Any,
+    ctx: Context,
+    seed: int,
+) -> dict[str, Any]:
+    """One run of each planner on task ``index`` with planner seed ``seed``."""
+    row: dict[str, Any] = {"task": index, "seed": seed, "context": ctx.name}
+    for label, planner, context in (
+        ("pure", "tamp", None),
+        ("camp", "tamp", ctx),
+        ("stilman", "stilman", None),
+    ):
+        result, camp = pipe.run(
+            task, planner, context, seed=seed, timeout_s=args.timeout, overrides=overrides
+        )
+        row[label] = {
+            "compute_time_s": result.compute_time_s,
+            "success": result.success,
+            "outcome": result.outcome,
+            "stage_times_s": result.stage_times_s,
+            "fallbacks": result.fallbacks,
+        }
+        if camp is not None:
+            row["boxes_kept"] = sum(1 for v in camp.state_vars if v.name.startswith("box_"))
+    row["ratio"] = row["pure"]["compute_time_s"] / max(row["camp"]["compute_time_s"], 1e-9)
+    return row
 
 
 def _ok(result: dict[str, Any]) -> str:

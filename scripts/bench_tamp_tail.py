@@ -13,6 +13,8 @@ placements it undid, ``backtracks``), then the median, mean,
 90th percentile and maximum time and the failure rate.
 
 ``--set key=value`` changes a setting of the planner (e.g. ``--set restart_clock=wall``).
+Every finished run is appended to a checkpoint in ``artifacts/bench/`` as it ends: a killed
+run resumes from it when the same command is run again, and a completed run deletes it.
 
     .venv/bin/python scripts/bench_tamp_tail.py [--eval-seeds 3] [--tasks 10] [--repeats 3]
         [--planner tamp] [--timeout 60] [--config FILE] [--set key=value ...] [--json out.json]
@@ -36,7 +38,9 @@ from camp_planner.config import parse_settings
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import run_episode
 from camp_planner.core.planner import Planner
+from camp_planner.learning.jsonl import RunCheckpoint
 from camp_planner.planners import make_planner
+from camp_planner.planners.registry import planner_version
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 
@@ -78,22 +82,28 @@ def _run(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as exc:
         print(f"bench_tamp_tail: error: --set: {exc}", file=sys.stderr)
         return 2
+    # Every finished run is kept, so that a killed benchmark resumes where it stopped.
+    checkpoint = RunCheckpoint(
+        DEFAULT_ARTIFACTS / "bench",
+        "tamp-tail",
+        {
+            "format": 1,
+            "version": base.domain.version,
+            "planner": [args.planner, planner_version(args.planner)],
+            "config": base.config,
+            "tasks": args.tasks,
+            "timeout": args.timeout,
+            "settings": args.overrides,
+        },
+    )
+    if checkpoint.resuming():
+        print(checkpoint.resuming(), flush=True)
     rows: list[dict[str, Any]] = []
-    for draw in range(args.eval_seeds):
-        config = copy.deepcopy(base.config)
-        config["seed"] = int(config["seed"]) + draw  # as camp eval's seed `draw` does
-        config["tasks"]["test"] = args.tasks
-        pipe = Pipeline.from_config("namo", config, DEFAULT_ARTIFACTS)
-        tasks = pipe.domain.make_tasks(pipe.config, "test")
-        for i, task in enumerate(tasks):
-            for seed in range(args.repeats):
-                rows.append(_one(pipe, args, task, draw, i, seed))
-                r = rows[-1]
-                print(
-                    f"draw {draw} task {i} seed {seed}: {r['compute_time_s']:6.2f} s "
-                    f"{'goal' if r['success'] else r['outcome']}",
-                    flush=True,
-                )
+    try:
+        resumed = _run_all(args, base, checkpoint, rows)
+    except KeyboardInterrupt:
+        print(f"\n{checkpoint.interrupted()}", file=sys.stderr)
+        return 130
     times = sorted(r["compute_time_s"] for r in rows)
     median = statistics.median(times)
     summary = {
@@ -107,6 +117,7 @@ def _run(args: argparse.Namespace) -> int:
         "max_s": times[-1],
         "over_twice_median": sum(t > 2 * median for t in times),
         "wall_time_s": time.perf_counter() - started,
+        "runs_finished_earlier": resumed,  # by a run that was interrupted: not in wall time
         "machine": f"{platform.machine()}, {platform.python_version()}",
     }
     print("\nfailed or slower than twice the median:")
@@ -126,7 +137,41 @@ def _run(args: argparse.Namespace) -> int:
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
+    checkpoint.discard()  # complete: the same command measures everything again
     return 0
+
+
+def _run_all(
+    args: argparse.Namespace,
+    base: Pipeline,
+    checkpoint: RunCheckpoint,
+    rows: list[dict[str, Any]],
+) -> int:
+    """Every (draw, task, planner seed) run into ``rows``, from ``checkpoint`` where an earlier
+    run finished it; returns how many came from there."""
+    resumed = 0
+    for draw in range(args.eval_seeds):
+        config = copy.deepcopy(base.config)
+        config["seed"] = int(config["seed"]) + draw  # as camp eval's seed `draw` does
+        config["tasks"]["test"] = args.tasks
+        pipe = Pipeline.from_config("namo", config, DEFAULT_ARTIFACTS)
+        tasks = pipe.domain.make_tasks(pipe.config, "test")
+        for i, task in enumerate(tasks):
+            for seed in range(args.repeats):
+                r = checkpoint.get((draw, i, seed))
+                earlier = r is not None
+                if r is None:
+                    r = _one(pipe, args, task, draw, i, seed)
+                    checkpoint.add((draw, i, seed), r)
+                rows.append(r)
+                resumed += earlier
+                print(
+                    f"draw {draw} task {i} seed {seed}: {r['compute_time_s']:6.2f} s "
+                    f"{'goal' if r['success'] else r['outcome']}"
+                    f"{'  (finished earlier)' if earlier else ''}",
+                    flush=True,
+                )
+    return resumed
 
 
 def _planner(pipe: Pipeline, args: argparse.Namespace, seed: int = 0) -> Planner:

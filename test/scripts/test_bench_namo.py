@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -87,3 +88,46 @@ def test_the_collision_check_rate_is_the_median_of_timed_rounds(
     for lazy in (False, True):
         rate = bench.checks_per_second(pipe, task, n=7, lazy=lazy, rounds=5)
         assert math.isfinite(rate) and rate > 0
+
+
+def test_an_interrupted_run_resumes_without_measuring_its_finished_runs_again(
+    tmp_path: Path, load_script: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench = load_script("bench_namo")
+    measured: list[tuple[int, int]] = []
+    stop_at = [3]
+
+    def fake_measure(
+        pipe: Any, args: Any, overrides: Any, i: int, task: Any, ctx: Any, seed: int
+    ) -> dict[str, Any]:
+        if len(measured) == stop_at[0]:
+            raise KeyboardInterrupt
+        measured.append((i, seed))
+        run = {"compute_time_s": 1.0 + i, "success": True, "outcome": "goal"}
+        return {"task": i, "seed": seed, "context": ctx.name, "ratio": 1.0, "pure": run,
+                "camp": run, "stilman": run}  # fmt: skip
+
+    monkeypatch.setattr(bench, "_measure", fake_measure)
+    monkeypatch.setattr(bench, "route_context", lambda pipe, task: Context.universal())
+    monkeypatch.setattr(bench, "checks_per_second", lambda *a, **k: 1.0)
+    out = tmp_path / "bench.json"
+    argv = ["--tasks", "3", "--repeats", "2", "--context", "route", "--artifacts",
+            str(tmp_path / "art"), "--json", str(out)]  # fmt: skip
+    assert bench.main(argv) == 130
+    assert measured == [(0, 0), (0, 1), (1, 0)] and not out.exists()
+    (checkpoint,) = (tmp_path / "art" / "bench").iterdir()
+    stop_at[0] = 99
+    assert bench.main(argv) == 0
+    # Only the three runs the first call did not finish were measured the second time.
+    assert measured[3:] == [(1, 1), (2, 0), (2, 1)]
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["runs_finished_earlier"] == 3 and summary["pure_median_s"] == 2.0
+    assert not checkpoint.exists()
+    # Other settings are another run: nothing is resumed from its checkpoint.
+    measured.clear()
+    stop_at[0] = 2
+    assert bench.main([*argv, "--timeout", "30"]) == 130 and len(measured) == 2
+    stop_at[0] = 99
+    measured.clear()
+    assert bench.main(argv) == 0 and len(measured) == 6
+    assert len(list((tmp_path / "art" / "bench").iterdir())) == 1  # the --timeout 30 one

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -51,3 +52,36 @@ def test_a_small_run_reports_each_run_and_the_spread(
         assert row["success"] == (row["outcome"] == "goal")
         assert {"restarts", "resamples", "cutoffs"} <= set(row["stats"])
     assert "tamp on 2 runs" in capsys.readouterr().out
+
+
+def test_an_interrupted_run_resumes_without_measuring_its_finished_runs_again(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    load_script: Callable[[str], ModuleType],
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the checkpoint goes to ./artifacts/bench
+    bench = load_script("bench_tamp_tail")
+    measured: list[tuple[int, int, int]] = []
+    stop_at = [2]
+
+    def fake_one(pipe: Any, args: Any, task: Any, draw: int, i: int, seed: int) -> dict[str, Any]:
+        if len(measured) == stop_at[0]:
+            raise KeyboardInterrupt
+        measured.append((draw, i, seed))
+        return {"draw": draw, "task": i, "seed": seed, "compute_time_s": 1.0 + seed,
+                "success": True, "outcome": "goal", "failures": [], "stats": {}}  # fmt: skip
+
+    monkeypatch.setattr(bench, "_one", fake_one)
+    out = tmp_path / "tail.json"
+    argv = ["--eval-seeds", "2", "--tasks", "1", "--repeats", "2", "--json", str(out)]
+    assert bench.main(argv) == 130
+    assert "interrupted: the 2 finished runs are kept" in capsys.readouterr().err
+    stop_at[0] = 99
+    assert bench.main(argv) == 0
+    assert "resuming: 2 runs finished earlier" in capsys.readouterr().out
+    assert measured == [(0, 0, 0), (0, 0, 1), (1, 0, 0), (1, 0, 1)]
+    data = json.loads(out.read_text())
+    assert [(r["draw"], r["seed"]) for r in data["rows"]] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert data["summary"]["runs_finished_earlier"] == 2
+    assert not any((tmp_path / "artifacts" / "bench").iterdir())
