@@ -118,7 +118,7 @@ def test_a_grid_whose_goal_room_the_contexts_do_not_require_is_a_clear_error() -
         D.make_tasks(config, "test")
 
 
-@pytest.mark.parametrize("grid", [3, 4, 5, 6])
+@pytest.mark.parametrize("grid", [3, 4, 5, 6, 7])
 def test_the_shipped_grid_configurations_load_and_name_their_goal_room(grid: int) -> None:
     from camp_planner.config import load_config
 
