@@ -71,7 +71,7 @@ def audit(
     # Which variables a CAMP keeps depends on the CSIs, not on the task's boxes.
     mdp = pipe.domain.make_mdp(pipe.tasks("test")[0], pipe.config)
     unsound: list[dict[str, Any]] = []
-    contexts = learned = 0
+    contexts = 0
     if which == "route":
         pipe.config["tasks"]["test"] = n_tasks
         candidates = list(dict.fromkeys(route_context(t) for t in pipe.tasks("test")))
@@ -79,12 +79,11 @@ def audit(
         candidates = list(pipe.space)
     box_rooms = set(mdp.layout.box_rooms)  # type: ignore[attr-defined]
     try:
+        learned = pipe.learn_csis(candidates)
         for ctx in candidates:
             if ctx.is_universal:
                 continue
             contexts += 1
-            if pipe.store.cached(ctx) is None:
-                learned += 1
             kept = pipe.relevant(mdp, ctx)
             allowed = {int(str(t.value)) for t in ctx.terms}
             rooms = sorted(

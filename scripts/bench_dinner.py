@@ -156,9 +156,7 @@ def _measure(
 ) -> dict[str, Any]:
     """Task ``t`` of world size ``size``: the best context in hindsight, then pure planning
     and its CAMP timed ``args.repeats`` times each, alternating."""
-    for context in pipe.space:  # offline work, never timed (cached after the first task)
-        if not context.is_universal:
-            pipe.store.get(context)
+    pipe.learn_csis()  # offline work, never timed (cached after the first task)
     mdp = pipe.domain.make_mdp(task, pipe.config)
     assert isinstance(mdp, StripsMDP) and mdp.task is not None
     pure = _episode(pipe, mdp, None, args.timeout, args.mode)

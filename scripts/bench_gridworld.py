@@ -59,9 +59,7 @@ def _run(args: argparse.Namespace) -> int:
     pipe = Pipeline.create("gridworld", args.config, args.artifacts)
     pipe.config["tasks"]["test"] = max(args.tasks, 1)
     tasks = pipe.domain.make_tasks(pipe.config, "test")
-    for ctx in pipe.space:  # CSIs are offline work: learn them before timing anything
-        if not ctx.is_universal:
-            pipe.store.get(ctx)
+    pipe.learn_csis()  # offline work: before timing anything
     # Every finished (task, planner) pair is kept, so that a killed run resumes where it stopped.
     checkpoint = RunCheckpoint(
         args.artifacts / "bench",

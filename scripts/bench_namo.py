@@ -148,9 +148,7 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     tasks = pipe.domain.make_tasks(pipe.config, args.split)
     choose = route_context if args.context == "route" else smallest_reachable_context
     chosen = [choose(pipe, t) for t in tasks]
-    for ctx in chosen:  # CSIs are offline work: learn them before timing anything
-        if not ctx.is_universal:
-            pipe.store.get(ctx)
+    pipe.learn_csis(chosen)  # offline work: before timing anything
     # Every finished run is kept: a 6x6 run takes 20 minutes, and a kill must not cost it.
     checkpoint = RunCheckpoint(
         args.artifacts / "bench",

@@ -537,13 +537,7 @@ def _demo(args: argparse.Namespace) -> int:
     pipe = _pipeline(args)
     task = pipe.task("test", args.task)
     print(f"[demo] {pipe.domain.name} test task {args.task}, planner {args.planner}")
-    missing = [c for c in pipe.space if pipe.needs_csis(c) and pipe.store.cached(c) is None]
-    if missing:
-        bar = progress_bar(len(missing), "learning CSIs (cached after the first run)", leave=False)
-        for c in missing:
-            pipe.store.get(c)
-            bar.update(1)
-        bar.close()
+    pipe.learn_csis(label="learning CSIs (cached after the first run)")
     bar = progress_bar(len(pipe.space), "scoring every context on this task", leave=False)
     scored = pipe.score_contexts(
         task, args.planner, seed=args.seed, progress=lambda i, n: bar.update(1)

@@ -12,7 +12,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from camp_planner.core.relevance import relevant_from_csis
 from camp_planner.domains import get_domain
 from camp_planner.domains.base import Domain
 from camp_planner.planners import make_planner, planner_names
+from camp_planner.progress import progress_bar
 
 DEFAULT_ARTIFACTS = Path("artifacts")
 # Bump when CSI learning changes what it finds, so stale caches are not reused.
@@ -150,6 +151,25 @@ class Pipeline:
         if not 0 <= index < len(tasks):
             raise CampError(f"task {index} out of range: the {split} split has {len(tasks)} tasks")
         return tasks[index]
+
+    def learn_csis(
+        self, contexts: Iterable[Context] | None = None, label: str | None = "learning CSIs"
+    ) -> int:
+        """Learn and cache the CSIs that ``contexts`` (default: the whole space) need and the
+        cache lacks, with a progress bar named ``label`` (``None``: silent). This is offline
+        work: call it before timing anything. Returns how many contexts were learned."""
+        wanted = self.space if contexts is None else dict.fromkeys(contexts)
+        missing = [c for c in wanted if self.needs_csis(c) and self.store.cached(c) is None]
+        if not missing:
+            return 0
+        bar = progress_bar(len(missing), label, leave=False) if label else None
+        for context in missing:
+            self.store.get(context)
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        return len(missing)
 
     def needs_csis(self, context: Context) -> bool:
         """Whether ``context``'s relevant variables come from learned CSIs. Under the

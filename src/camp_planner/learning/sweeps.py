@@ -32,7 +32,6 @@ from camp_planner.learning.methods import CampMethod, Method, Pure
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
 from camp_planner.learning.structural import selector_input
 from camp_planner.learning.train import (
-    learn_all_csis,
     score_repeats,
     selector_targets,
     training_mask,
@@ -159,7 +158,7 @@ def sweep(
         if all(key in done for key in keys if key[0] == k):
             continue
         pipe = seed_pipeline(base, artifacts, k)
-        learn_all_csis(pipe, progress)
+        pipe.learn_csis(label="learning CSIs" if progress else None)
         # The same labels as `camp train`: the mean of selector.label_repeats scorings.
         repeats = SelectorConfig.from_mapping(pipe.config["selector"]).label_repeats
         matrices, _ = score_repeats(pipe, artifacts, planner, k, repeats, workers, progress)

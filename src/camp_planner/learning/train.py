@@ -45,20 +45,6 @@ class TrainResult:
     label_counts: dict[str, int]
 
 
-def learn_all_csis(pipe: Pipeline, progress: bool = True) -> None:
-    """Make sure every context's CSIs are cached (workers only read the cache)."""
-    missing = [c for c in pipe.space if pipe.needs_csis(c) and pipe.store.cached(c) is None]
-    if not missing:
-        return
-    bar = progress_bar(len(missing), "learning CSIs") if progress else None
-    for context in missing:
-        pipe.store.get(context)
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
-
-
 # `camp` settings that only the CAMP method reads when it runs (not the scoring of contexts).
 CAMP_METHOD_ONLY = frozenset({"attempt_budget_s"})
 
@@ -134,7 +120,7 @@ def score_split(
     """Every (task, context) of ``split`` planned and executed, checkpointed (``repeat``:
     which independent scoring, see :class:`ScoreJob`)."""
     pipe.planner_settings(planner)  # fail fast on an unknown planner
-    learn_all_csis(pipe, progress)
+    pipe.learn_csis(label="learning CSIs" if progress else None)
     config_json = json.dumps(pipe.config, sort_keys=True, default=str)
     n_tasks = len(pipe.tasks(split))
     ids = [c.id for c in contexts]
