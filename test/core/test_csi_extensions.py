@@ -115,3 +115,32 @@ def test_a_term_the_sampler_never_meets_is_given_up() -> None:
     ctx = Context("disjunction", tuple(Term("pos", p) for p in (0, 5)))  # never samples 5
     result = learn_csis([mdp], ctx, CSIConfig(k1=6, k2=4, seed=0, stratify=True))
     assert ("go", "pos") in result.dependencies  # learnt from the samples at pos 0
+
+
+class _SeldomAtTheGate(_Corridor):
+    """The corridor, with the sampler putting the agent at the gate on one draw in 100."""
+
+    def sample_state(self, rng: random.Random) -> State:
+        pos = 2 if rng.random() < 0.01 else rng.randrange(2)
+        return (pos, "near", rng.randrange(2), rng.randrange(2))
+
+
+def test_a_rare_term_is_not_given_up_before_it_has_a_sample() -> None:
+    # pos 2 comes up on one draw in 100. Given up after one run of 20 misses, the term keeps
+    # a sample on 1 - 0.99**20 = 18 % of seeds; with 20 draws per term of the context (3) before
+    # a term without a sample is given up, on 1 - 0.99**60 = 45 %.
+    from camp_planner.core.csi import _sample_stratified
+
+    mdp = _SeldomAtTheGate()
+    ctx = Context("disjunction", tuple(Term("pos", p) for p in (0, 1, 2)))
+    config = CSIConfig(k1=9, k2=4, seed=0, stratify=True, max_rejections=20)
+    strata = [[Context("single", (t,)).compile(mdp) for t in ctx.terms]]
+    member = [ctx.compile(mdp)]
+    found = [
+        any(s[0] == 2 for _, s, _ in _sample_stratified([mdp], member, strata, config, rng))
+        for rng in (random.Random(seed) for seed in range(200))
+    ]
+    assert 0.33 < sum(found) / len(found) < 0.6
+    # Seed 0 misses pos 2 in its first 20 draws: given up then, the gate's dependence goes unseen.
+    config = CSIConfig(k1=9, k2=4, seed=0, stratify=True, max_rejections=20)
+    assert ("gate", "pos") in learn_csis([mdp], ctx, config).dependencies

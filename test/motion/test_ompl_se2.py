@@ -130,3 +130,43 @@ def test_waypoints_are_never_further_apart_than_the_step() -> None:
     assert out[0] == poses[0] and out[-1] == poses[-1] and poses[1] in out
     # Headings turn the short way round (through pi, not through 0) and stay in [-pi, pi).
     assert all(abs(p[2]) > 2.9 and -math.pi <= p[2] < math.pi for p in out)
+
+
+def test_path_simplification_stops_at_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # OMPL bounds its search by the budget but not its shortcutting. The clock here is a
+    # counter that jumps past the budget at the simplifier's first check: after that the
+    # simplifier must not have any state checked, and the path returned must still be valid.
+    from camp_planner.motion import ompl_se2
+
+    now = [0.0]
+    phase = ["solve"]
+    calls: dict[str, int] = {"solve": 0, "simplify": 0, "after": 0}
+    simplifier = ompl_se2.og.PathSimplifier
+
+    class Spy:
+        def __init__(self, info: object) -> None:
+            self.inner = simplifier(info)
+
+        def __getattr__(self, name: str) -> object:
+            method = getattr(self.inner, name)
+
+            def call(*args: object) -> object:
+                phase[0] = "simplify"
+                out = method(*args)
+                phase[0] = "after"
+                return out
+
+            return call
+
+    def checked(x: float, y: float, yaw: float) -> bool:
+        calls[phase[0]] += 1
+        if phase[0] == "simplify":
+            now[0] += 100.0
+        return _wall_free(x, y, yaw)
+
+    monkeypatch.setattr(ompl_se2, "_clock", lambda: now[0])
+    monkeypatch.setattr(ompl_se2.og, "PathSimplifier", Spy)
+    result = plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, checked, timeout_s=5.0)
+    assert result.path is not None and all(_wall_free(*p) for p in result.path)
+    assert calls["solve"] > 0 and calls["after"] == len(result.path)
+    assert calls["simplify"] == 1  # the one check begun before the clock passed the budget

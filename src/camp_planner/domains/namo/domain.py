@@ -84,7 +84,10 @@ class NamoDomain(Domain):
     # 5: TAMP restarts an attempt past 2 s, or caught in a loop, with fresh samples.
     # 6: the 2 s count only the time an attempt is stalled (restart_clock: stalled).
     version = "6"
-    csi_version = "3"
+    # csi 4: a stratum without a sample is not given up after one run of misses. The draws
+    # and CSIs of the paper's world and the cluttered one are unchanged (every stratum given
+    # up there had a sample: the goal room's), so their labels stand.
+    csi_version = "4"
     baselines = ("stilman",)
 
     def default_config(self) -> dict[str, Any]:
