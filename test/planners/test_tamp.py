@@ -174,9 +174,18 @@ def test_relaxed_path_runs_through_the_fewest_boxes(
     path = iface._fewest_boxes_path(task.start, goal, "")
     assert path is not None and path[0] == task.start and path[-1] == goal
     assert max(math.dist(a[:2], b[:2]) for a, b in itertools.pairwise(path)) < 0.08
-    assert iface._boxes_on(path) == expected
+    assert iface._boxes_on(path, Deadline(None)) == expected
     if allowed is not None:
         assert all(task.room_of(x, y) in allowed for x, y, _ in path)
+    # Once the planning call's deadline has passed (not only an attempt's), checking the
+    # path stops: nothing found now could be used.
+    now = [0.0]
+    call = Deadline(60.0, clock=lambda: now[0])
+    attempt = AttemptCutoff(120.0, call)
+    now[0] = 61.0
+    assert not attempt.expired() and attempt.call is call
+    with pytest.raises(PlanningTimeout):
+        iface._boxes_on(path, attempt)
     # The box to be picked can be made solid: then no relaxed way through it exists here.
     if allowed is not None:
         assert iface._fewest_boxes_path(task.start, goal, "box_r1_0") is None

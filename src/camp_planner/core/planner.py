@@ -55,6 +55,11 @@ class Deadline:
     def expired(self) -> bool:
         return self.seconds is not None and self.elapsed >= self.seconds
 
+    @property
+    def call(self) -> Deadline:
+        """The whole planning call's deadline (this one, unless it is a part of one)."""
+        return self
+
     def check(self) -> None:
         """Raise :class:`PlanningTimeout` if the budget is spent."""
         if self.expired():

@@ -46,6 +46,10 @@ class AttemptCutoff(Deadline):
         super().__init__(cutoff, outer.clock)
         self.outer = outer
 
+    @property
+    def call(self) -> Deadline:
+        return self.outer.call
+
     def credit(self, seconds: float) -> None:
         """Give back ``seconds`` the attempt spent on work that succeeded."""
         assert self.seconds is not None

@@ -349,6 +349,10 @@ class NamoTampInterface:
             )
         self.checks += scene.checks - before
         self._timed("motion_planning", t0)
+        # A query may return a little past the call's deadline (OMPL's budget was what was
+        # left of it); nothing found now can be used, and checking a long path for boxes or
+        # driving it took Stilman's algorithm up to 0.5 s past its 60 s.
+        deadline.call.check()
         return result
 
     def _plan_guided(
@@ -681,7 +685,7 @@ class NamoTampInterface:
             self._timed("motion_planning", t0)
             if path is None:
                 return MotionResult(None, time.perf_counter() - t0, 0, False), set()
-            blockers = self._boxes_on(path)
+            blockers = self._boxes_on(path, deadline)
             if blockers:
                 return MotionResult(path, time.perf_counter() - t0, 0, False), blockers
             # The grid's disc is only a necessary condition: in a cramped spot it passes
@@ -696,7 +700,7 @@ class NamoTampInterface:
                 self.order = []
                 return clear, set()
         result = self._plan(start, target, True, deadline, 2 * self.motion_timeout, solid=solid)
-        return result, self._boxes_on(result.path) if result.path is not None else set()
+        return result, self._boxes_on(result.path, deadline) if result.path is not None else set()
 
     def _approach(self, path: list[Pose2D], box: str) -> tuple[Pose2D | None, set[str]]:
         """The last pose of ``path`` before it reaches ``box`` from which the box can be
@@ -760,12 +764,17 @@ class NamoTampInterface:
                 return i
         return len(path)
 
-    def _boxes_on(self, path: list[Pose2D]) -> set[str]:
-        """The boxes ``path`` runs into; ``self.order`` remembers the order it meets them."""
+    def _boxes_on(self, path: list[Pose2D], deadline: Deadline) -> set[str]:
+        """The boxes ``path`` runs into; ``self.order`` remembers the order it meets them.
+
+        Raises PlanningTimeout once the planning call's deadline has passed (a path across
+        the whole world has a thousand poses to check)."""
         scene = self._scene()
         before = scene.checks
         hits: dict[str, None] = {}
-        for pose in path:
+        for i, pose in enumerate(path):
+            if i % 64 == 63:
+                deadline.call.check()
             for name in sorted(scene.collisions_at(pose) & self.slots):
                 hits.setdefault(name, None)
         self.checks += scene.checks - before
