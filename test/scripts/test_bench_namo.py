@@ -122,6 +122,7 @@ def test_an_interrupted_run_resumes_without_measuring_its_finished_runs_again(
     assert measured[3:] == [(1, 1), (2, 0), (2, 1)]
     summary = json.loads(out.read_text())["summary"]
     assert summary["runs_finished_earlier"] == 3 and summary["pure_median_s"] == 2.0
+    assert summary["collision_checks_per_s_before_runs"] == summary["collision_checks_per_s"]
     assert not checkpoint.exists()
     # Other settings are another run: nothing is resumed from its checkpoint.
     measured.clear()
