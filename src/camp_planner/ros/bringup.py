@@ -98,7 +98,13 @@ def spin_nodes(nodes: Sequence[Node], threads: int = 4, kind: str | None = None)
     for node in nodes:
         executor.add_node(node)
     try:
-        spin_executor(executor)
+        # Woken every half second rather than only by a callback: once in CI a node's
+        # executor stayed in its wait for 30 s after SIGINT (the wake-up was lost) and had
+        # to be killed. A wait that times out returns to Python, where a pending
+        # KeyboardInterrupt is raised, or sees that rclpy's handler shut the context down.
+        with contextlib.suppress(KeyboardInterrupt, ExternalShutdownException):
+            while executor.context.ok():
+                executor.spin_once(timeout_sec=0.5)
     finally:
         if rclpy.ok():
             rclpy.shutdown()
