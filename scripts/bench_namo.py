@@ -16,7 +16,10 @@ Prints a per-task table, the median ratio of planning time (pure ÷ CAMP) with a
 bootstrap interval, the ratio of the mean times (the slow tail, which the median hides),
 the runs' time differences paired (pure minus CAMP, same task and planner seed, with an
 interval), each planner's mean, median and
-90th-percentile time, and the collision-check rate. ``--set key=value`` changes a setting of
+90th-percentile time, and the collision-check rate (before the runs, after them, and after
+them in a new process). A run that returns more than 50 ms past ``--timeout`` is listed with
+the stack sampled most often after its timeout (:class:`camp_planner.diagnostics.OverrunWatch`;
+in the JSON rows as ``past_timeout_stacks``). ``--set key=value`` changes a setting of
 both planners (e.g. ``--set guide=none`` for base motions planned as one OMPL query instead
 of doorway to doorway).
 
@@ -36,6 +39,7 @@ import math
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,6 +48,7 @@ from typing import Any
 from camp_planner.config import parse_settings
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
+from camp_planner.diagnostics import OverrunWatch
 from camp_planner.domains.namo.domain import route_context as namo_route_context
 from camp_planner.learning.jsonl import RunCheckpoint
 from camp_planner.learning.paired import bootstrap_interval, paired_difference
@@ -76,7 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, help="a NAMO configuration (YAML)")
     parser.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS)
     parser.add_argument("--json", type=Path, help="also write the raw rows here")
+    parser.add_argument("--rate-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.rate_only:  # fresh_checks_per_second's new process
+        pipe = Pipeline.create("namo", args.config, args.artifacts)
+        pipe.config["tasks"][args.split] = 1
+        print(checks_per_second(pipe, pipe.domain.make_tasks(pipe.config, args.split)[0]))
+        return 0
     if args.tasks < 1 or args.repeats < 1 or not args.timeout > 0:
         parser.error("--tasks and --repeats must be at least 1 and --timeout positive")
     try:
@@ -141,6 +152,19 @@ def checks_per_second(
     return statistics.median(rates)
 
 
+def fresh_checks_per_second(config: Path | None, artifacts: Path, split: str) -> float:
+    """:func:`checks_per_second` on the first task, in a new interpreter (this script run
+    with ``--rate-only``), so that nothing of this process is inherited."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--rate-only", "--split", split]
+    command += ["--artifacts", str(artifacts)]
+    if config is not None:
+        command += ["--config", str(config)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise CampError(f"timing collision checks in a new process failed: {done.stderr}")
+    return float(done.stdout.split()[-1])
+
+
 def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     started = time.perf_counter()
     pipe = Pipeline.create("namo", args.config, args.artifacts)
@@ -197,8 +221,14 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     except KeyboardInterrupt:
         print(f"\n{checkpoint.interrupted()}", file=sys.stderr)
         return 130
+    late = _late_runs(rows, args.timeout)
+    for line in late:
+        print(line, flush=True)
     rate = checks_per_second(pipe, tasks[0])
     lazy_rate = checks_per_second(pipe, tasks[0], lazy=True)
+    # The same check in a new process, right after: if it is as slow as this process's, the
+    # machine was slow then; if not, state a long run leaves in the process is.
+    fresh_rate = fresh_checks_per_second(args.config, args.artifacts, args.split)
     ratios = [r["ratio"] for r in rows]
     # How sure the median ratio is, and the runs' time differences paired (same task and
     # planner seed): is CAMP faster beyond the planner's run-to-run spread?
@@ -233,7 +263,9 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
         {
             "collision_checks_per_s": rate,
             "collision_checks_per_s_before_runs": rate_before,
+            "collision_checks_per_s_new_process_after_runs": fresh_rate,
             "planner_collision_queries_per_s": lazy_rate,
+            "runs_past_timeout": len(late),  # by more than LATE_S
             "wall_time_s": time.perf_counter() - started,
             "runs_finished_earlier": resumed,  # by a run that was interrupted: not in wall time
             "machine": f"{platform.machine()}, {platform.python_version()}",
@@ -248,7 +280,8 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
         f"pure minus CAMP per run {paired['mean']:+.2f} s (95 % interval "
         f"{paired['ci_low']:+.2f} to {paired['ci_high']:+.2f} s; CAMP faster on "
         f"{paired['a_wins']} of {paired['pairs']} runs); "
-        f"collision checks {rate:,.0f}/s after the runs, {rate_before:,.0f}/s before "
+        f"collision checks {rate:,.0f}/s after the runs, {rate_before:,.0f}/s before, "
+        f"{fresh_rate:,.0f}/s in a new process after "
         f"(as motion planning queries them: {lazy_rate:,.0f}/s); "
         f"wall time {summary['wall_time_s']:.0f} s"
     )
@@ -275,9 +308,12 @@ def _measure(
         ("camp", "tamp", ctx),
         ("stilman", "stilman", None),
     ):
-        result, camp = pipe.run(
-            task, planner, context, seed=seed, timeout_s=args.timeout, overrides=overrides
-        )
+        # Past the timeout the stack is sampled: a run that returns late names the step
+        # with no bound of its own (Stilman's algorithm has returned 0.6 s late at 6x6).
+        with OverrunWatch(args.timeout) as watch:
+            result, camp = pipe.run(
+                task, planner, context, seed=seed, timeout_s=args.timeout, overrides=overrides
+            )
         row[label] = {
             "compute_time_s": result.compute_time_s,
             "success": result.success,
@@ -285,10 +321,32 @@ def _measure(
             "stage_times_s": result.stage_times_s,
             "fallbacks": result.fallbacks,
         }
+        if watch.samples:
+            row[label]["past_timeout_stacks"] = watch.top(3)
         if camp is not None:
             row["boxes_kept"] = sum(1 for v in camp.state_vars if v.name.startswith("box_"))
     row["ratio"] = row["pure"]["compute_time_s"] / max(row["camp"]["compute_time_s"], 1e-9)
     return row
+
+
+LATE_S = 0.05
+
+
+def _late_runs(rows: list[dict[str, Any]], timeout: float) -> list[str]:
+    """One line per run that returned more than ``LATE_S`` past ``timeout``, with the
+    stack sampled most often after the timeout."""
+    lines = []
+    for row in rows:
+        for label in ("pure", "camp", "stilman"):
+            run = row[label]
+            late = run["compute_time_s"] - timeout
+            if late > LATE_S:
+                stacks = run.get("past_timeout_stacks") or [["not sampled", 0]]
+                lines.append(
+                    f"{label} on task {row['task']} (seed {row['seed']}) returned {late:.2f} s "
+                    f"past its {timeout:g} s, mostly in {stacks[0][0]} ({stacks[0][1]} samples)"
+                )
+    return lines
 
 
 def _ok(result: dict[str, Any]) -> str:

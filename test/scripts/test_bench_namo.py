@@ -88,6 +88,11 @@ def test_the_collision_check_rate_is_the_median_of_timed_rounds(
     for lazy in (False, True):
         rate = bench.checks_per_second(pipe, task, n=7, lazy=lazy, rounds=5)
         assert math.isfinite(rate) and rate > 0
+    # And in a new process, as after the runs.
+    rate = bench.fresh_checks_per_second(CONFIG / "namo-grid3.yaml", tmp_path, "test")
+    assert math.isfinite(rate) and rate > 0
+    with pytest.raises(bench.CampError, match="new process"):
+        bench.fresh_checks_per_second(tmp_path / "missing.yaml", tmp_path, "test")
 
 
 def test_an_interrupted_run_resumes_without_measuring_its_finished_runs_again(
@@ -110,6 +115,7 @@ def test_an_interrupted_run_resumes_without_measuring_its_finished_runs_again(
     monkeypatch.setattr(bench, "_measure", fake_measure)
     monkeypatch.setattr(bench, "route_context", lambda pipe, task: Context.universal())
     monkeypatch.setattr(bench, "checks_per_second", lambda *a, **k: 1.0)
+    monkeypatch.setattr(bench, "fresh_checks_per_second", lambda *a, **k: 1.0)
     out = tmp_path / "bench.json"
     argv = ["--tasks", "3", "--repeats", "2", "--context", "route", "--artifacts",
             str(tmp_path / "art"), "--json", str(out)]  # fmt: skip
@@ -132,3 +138,28 @@ def test_an_interrupted_run_resumes_without_measuring_its_finished_runs_again(
     measured.clear()
     assert bench.main(argv) == 0 and len(measured) == 6
     assert len(list((tmp_path / "art" / "bench").iterdir())) == 1  # the --timeout 30 one
+
+
+def test_runs_that_return_late_are_reported_with_where_they_were(
+    load_script: Callable[[str], ModuleType],
+) -> None:
+    bench = load_script("bench_namo")
+
+    def run(seconds: float, stacks: Any = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"compute_time_s": seconds, "success": False}
+        if stacks is not None:
+            out["past_timeout_stacks"] = stacks
+        return out
+
+    rows = [
+        {"task": 0, "seed": 0, "pure": run(10.0), "camp": run(60.04),
+         "stilman": run(60.6, [["tamp.py:870:_ways_ahead <- stilman.py:185:_clear", 41]])},
+        {"task": 1, "seed": 2, "pure": run(60.2), "camp": run(3.0), "stilman": run(60.0)},
+    ]  # fmt: skip
+    lines = bench._late_runs(rows, 60.0)
+    assert len(lines) == 2  # 0.04 s past is within LATE_S
+    assert lines[0].startswith("stilman on task 0 (seed 0) returned 0.60 s past its 60 s")
+    assert "tamp.py:870:_ways_ahead" in lines[0] and "(41 samples)" in lines[0]
+    assert (
+        lines[1].startswith("pure on task 1 (seed 2) returned 0.20 s") and "not sampled" in lines[1]
+    )
