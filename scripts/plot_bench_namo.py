@@ -7,6 +7,10 @@ success rates, and the median ratio pure ÷ CAMP with its 95 % interval, as a Ma
 ``--plot`` draws median times (with the interquartile range) and the ratio against the
 boxes per task. It reads the files only (no planning).
 
+Runs of the same world joined with ``+`` (``a.json+b.json``) are pooled into one row: their
+rows together, the median ratio and its 95 % bootstrap interval computed again from them.
+Both must come from the same configuration and settings.
+
     .venv/bin/python scripts/plot_bench_namo.py docs/bench_namo_grid3.json \\
         docs/bench_namo_grid4.json docs/bench_namo_grid5.json [--plot out.png]
 """
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from camp_planner.core.errors import CampError
+from camp_planner.learning.paired import bootstrap_interval, paired_difference
 
 PLANNERS = (("pure", "pure TAMP"), ("camp", "CAMP"), ("stilman", "Stilman"))
 
@@ -44,6 +49,31 @@ def load_run(path: Path) -> dict[str, Any]:
     return {"path": path, "rows": rows, "summary": summary}
 
 
+def load_pooled(spec: str) -> dict[str, Any]:
+    """One run, or several joined with ``+`` pooled into one (see the module docstring)."""
+    runs = [load_run(Path(part)) for part in spec.split("+")]
+    if len(runs) == 1:
+        return runs[0]
+    same = ("config", "settings", "context", "boxes_per_task")
+    for other in runs[1:]:
+        for key in same:
+            if other["summary"].get(key) != runs[0]["summary"].get(key):
+                raise CampError(
+                    f"cannot pool {runs[0]['path']} and {other['path']}: their {key} differ "
+                    f"({runs[0]['summary'].get(key)!r} and {other['summary'].get(key)!r})"
+                )
+    rows = [row for run in runs for row in run["rows"]]
+    ratios = [
+        float(r["pure"]["compute_time_s"]) / max(float(r["camp"]["compute_time_s"]), 1e-9)
+        for r in rows
+    ]
+    summary = dict(runs[0]["summary"])
+    summary["median_ratio_pure_over_camp"] = statistics.median(ratios)
+    summary["median_ratio_interval_95"] = list(bootstrap_interval(ratios, "median"))
+    name = f"{runs[0]['path'].stem} + {len(runs) - 1} more"
+    return {"path": Path(name), "rows": rows, "summary": summary}
+
+
 def run_stats(run: dict[str, Any]) -> dict[str, Any]:
     """The table's numbers for one run."""
     rows, summary = run["rows"], run["summary"]
@@ -53,6 +83,10 @@ def run_stats(run: dict[str, Any]) -> dict[str, Any]:
         "runs": len(rows),
         "ratio": summary["median_ratio_pure_over_camp"],
         "ratio_interval": summary.get("median_ratio_interval_95", [None, None]),
+        "saved": paired_difference(
+            [float(r["pure"]["compute_time_s"]) for r in rows],
+            [float(r["camp"]["compute_time_s"]) for r in rows],
+        ),
     }
     for key, _ in PLANNERS:
         times = sorted(float(r[key]["compute_time_s"]) for r in rows)
@@ -72,8 +106,8 @@ def markdown(stats: list[dict[str, Any]]) -> str:
         f"{label} median s (mean) | ok" for _, label in PLANNERS
     )
     lines = [
-        head + " | pure ÷ CAMP, median [95 %] |",
-        "|---" * (3 + 2 * len(PLANNERS)) + "|",
+        head + " | pure ÷ CAMP, median [95 %] | pure − CAMP per run [95 %], CAMP faster |",
+        "|---" * (4 + 2 * len(PLANNERS)) + "|",
     ]
     for s in stats:
         boxes = "?" if s["boxes"] is None else f"{s['boxes']:.1f}"
@@ -83,8 +117,15 @@ def markdown(stats: list[dict[str, Any]]) -> str:
         ]
         lo, hi = s["ratio_interval"]
         interval = "" if lo is None else f" [{lo:.2f}, {hi:.2f}]"
+        d = s["saved"]
+        saved = (
+            f"{d['mean']:+.2f} s [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}], "
+            f"{d['a_wins']}/{d['pairs']}"
+        )
         lines.append(
-            f"| {s['name']} | {boxes} | " + " | ".join(cells) + f" | {s['ratio']:.2f}×{interval} |"
+            f"| {s['name']} | {boxes} | "
+            + " | ".join(cells)
+            + f" | {s['ratio']:.2f}×{interval} | {saved} |"
         )
     return "\n".join(lines)
 
@@ -123,11 +164,13 @@ def plot(stats: list[dict[str, Any]], out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="bench_namo.py --json files")
+    parser.add_argument(
+        "runs", nargs="+", help="bench_namo.py --json files (a+b: pool runs of one world)"
+    )
     parser.add_argument("--plot", type=Path, help="write the plot (PNG) here")
     args = parser.parse_args(argv)
     try:
-        stats = [run_stats(load_run(p)) for p in args.runs]
+        stats = [run_stats(load_pooled(p)) for p in args.runs]
     except CampError as exc:
         print(f"plot_bench_namo: error: {exc}", file=sys.stderr)
         return 2

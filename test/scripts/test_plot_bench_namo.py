@@ -49,7 +49,8 @@ def test_table_and_plot_come_from_the_rows(
     assert (
         "| grid3 | 20.0 | 2.00 (2.00) | 3/3 | 1.00 (2.00) | 3/3 | 2.00 (5.33) | 2/3 |" in lines[0]
     )
-    assert lines[0].endswith("1.50× [0.75, 3.00] |")
+    # pure − CAMP per run: 0, +1, −1 s; the CAMP was faster in 1 of 3 pairs.
+    assert "| 1.50× [0.75, 3.00] | +0.00 s [" in lines[0] and lines[0].endswith(", 1/3 |")
     assert "| grid5 | 55.5 | 9.00 (15.67) | 2/3 |" in lines[1]
     assert out.stat().st_size > 10_000
 
@@ -68,3 +69,31 @@ def test_files_that_are_not_bench_runs_are_refused(
     empty.write_text(json.dumps({"rows": [], "summary": {"median_ratio_pure_over_camp": 1.0}}))
     assert plot.main([str(empty)]) == 2
     assert "holds no runs" in capsys.readouterr().err
+
+
+def test_runs_of_one_world_joined_with_plus_are_pooled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load_script: Callable[[str], ModuleType]
+) -> None:
+    plot = load_script("plot_bench_namo")
+    first = _bench(
+        tmp_path / "grid6.json",
+        {"pure": [2.0, 6.0], "camp": [1.0, 2.0], "stilman": [3.0, 3.0]},
+        90.0,
+        2.5,
+    )
+    second = _bench(
+        tmp_path / "grid6_r2.json",
+        {"pure": [4.0, 1.0, 9.0], "camp": [1.0, 1.0, 1.0], "stilman": [60.0, 60.0, 60.0]},
+        90.0,
+        5.0,
+    )
+    assert plot.main([f"{first}+{second}"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("| grid6")]
+    # Five rows pooled: pure medians over all five, ratios 2, 3, 4, 1, 9 -> median 3.
+    assert line.startswith("| grid6 + 1 more | 90.0 | 4.00 (4.40) | 5/5 |")
+    assert "| 3.00× [" in line
+    times = {"pure": [1.0], "camp": [1.0], "stilman": [1.0]}
+    other = _bench(tmp_path / "grid7.json", times, 120.0, 1.0)
+    assert plot.main([f"{first}+{other}"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot pool" in err and "boxes_per_task differ" in err
