@@ -23,6 +23,9 @@ BAD_ARGUMENTS = [
     ("bench_tamp_tail", ["--set", "restart_clock"]),
     ("audit_namo_csis", ["--tasks", "0"]),
     ("audit_namo_csis", ["--contexts", "oracle"]),
+    ("probe_check_rate", ["0"]),
+    ("probe_check_rate", ["--timeout", "-1"]),
+    ("probe_check_rate", ["--set", "guide"]),
 ]
 
 

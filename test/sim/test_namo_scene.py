@@ -1,7 +1,7 @@
 import pytest
 
 from camp_planner.domains.namo.world import generate_task
-from camp_planner.sim.namo_scene import NamoScene, direct_client
+from camp_planner.sim.namo_scene import NamoScene, connected_clients, direct_client
 
 pytestmark = pytest.mark.pybullet
 TASK = generate_task(0, 1000)
@@ -193,3 +193,10 @@ def test_bodies_beyond_every_part_of_the_robot_are_not_asked_of_pybullet() -> No
         assert expected == set()
         assert not scene.blocked_at(pose)
         assert scene.pose == before
+
+
+def test_connected_clients_counts_the_servers_not_yet_disconnected() -> None:
+    before = connected_clients()
+    with direct_client(), direct_client():
+        assert connected_clients() == before + 2
+    assert connected_clients() == before

@@ -50,6 +50,14 @@ def direct_client() -> Iterator[int]:
         pb.disconnect(physicsClientId=client)
 
 
+def connected_clients(max_id: int = 256) -> int:
+    """How many PyBullet physics servers this process has connected and not yet
+    disconnected (ids are small integers handed out in order; ``max_id`` bounds the scan).
+    Every :func:`direct_client` is disconnected on exit, so a long run should hold none
+    between planning calls."""
+    return sum(1 for i in range(max_id) if pb.isConnected(physicsClientId=i))
+
+
 class NamoScene:
     """One task's world in the PyBullet server ``client``.
 
