@@ -847,12 +847,16 @@ class NamoTampInterface:
                 self.stage_times.get("grasp_place", 0.0) + time.perf_counter() - t0 - carried
             )
 
-    def _ways_ahead(self, box: str) -> list[Pose2D]:
+    def _ways_ahead(self, box: str, deadline: Deadline) -> list[Pose2D]:
         """Where the robot must still go before the goal: each box known to block a way and
         not yet moved (``box``, in hand, aside), and the fewest-boxes way from here to it.
         A box put down there would stand in front of the next one to clear; the corridor to
         the goal, planned when this call began, does not pass where the next box is
-        approached from."""
+        approached from.
+
+        Raises PlanningTimeout once the planning call's deadline has passed: one grid search
+        per pending box takes 20 ms or more at 7x7, Stilman's algorithm can have dozens
+        pending, and these searches took it 0.6 s past its 60 s (sampled in bench_namo)."""
         pending = {b for bs in self.blocks.values() for b in bs} - self.moved - {box}
         here = self._pose(self.state)
         out: list[Pose2D] = []
@@ -860,11 +864,13 @@ class NamoTampInterface:
         if self._goal_pose is not None:
             # The way to the goal from here: the corridor was planned from where this call
             # began, and the robot has since moved (often past boxes it put down behind it).
+            deadline.call.check()
             out += (self._fewest_boxes_path(here, self._goal_pose, "") or [])[::4]
         for name in sorted(pending):
             value = self._value(name)
             if not isinstance(value, tuple):
                 continue
+            deadline.call.check()
             target = (float(value[0]), float(value[1]), 0.0)
             out.append(target)
             out += (self._fewest_boxes_path(here, target, "") or [])[::4]
@@ -872,7 +878,7 @@ class NamoTampInterface:
         return out
 
     def _place(self, box: str, deadline: Deadline) -> Refinement:
-        keep_out = self._corridor_poses(deadline) + self.keep_out + self._ways_ahead(box)
+        keep_out = self._corridor_poses(deadline) + self.keep_out + self._ways_ahead(box, deadline)
         placed_before = self.placements.get(box, 0)
         self.placements[box] = placed_before + 1
         # A box put down within reach once and found in the way again is standing in a
