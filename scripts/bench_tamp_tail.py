@@ -10,7 +10,9 @@ it (the reason it gave up; for TAMP the times it forgot learnt facts, ``restarts
 resampled, the attempts it abandoned at a ``restart_s`` cutoff, ``cutoffs``, the attempts
 it started over from a loop, ``stucks``, and its replans; for Stilman's algorithm the
 placements it undid, ``backtracks``), then the median, mean,
-90th percentile and maximum time and the failure rate.
+90th percentile and maximum time and the failure rate. A run that returns more than 50 ms
+past ``--timeout`` is listed with the stack sampled most often after its timeout
+(:class:`camp_planner.diagnostics.OverrunWatch`).
 
 ``--set key=value`` changes a setting of the planner (e.g. ``--set restart_clock=wall``).
 Every finished run is appended to a checkpoint in ``artifacts/bench/`` as it ends: a killed
@@ -38,6 +40,7 @@ from camp_planner.config import parse_settings
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import run_episode
 from camp_planner.core.planner import Planner
+from camp_planner.diagnostics import OverrunWatch
 from camp_planner.learning.jsonl import RunCheckpoint
 from camp_planner.planners import make_planner
 from camp_planner.planners.registry import planner_version
@@ -72,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     except CampError as exc:
         print(f"bench_tamp_tail: error: {exc}", file=sys.stderr)
         return 2
+
+
+LATE_S = 0.05  # a run returning later than this past its timeout is listed, with where
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -115,6 +121,7 @@ def _run(args: argparse.Namespace) -> int:
         "mean_s": statistics.fmean(times),
         "p90_s": times[min(len(times) - 1, math.ceil(0.9 * len(times)) - 1)],
         "max_s": times[-1],
+        "max_past_timeout_s": max(0.0, times[-1] - args.timeout),
         "over_twice_median": sum(t > 2 * median for t in times),
         "wall_time_s": time.perf_counter() - started,
         "runs_finished_earlier": resumed,  # by a run that was interrupted: not in wall time
@@ -128,10 +135,19 @@ def _run(args: argparse.Namespace) -> int:
                 f"{r['compute_time_s']:.2f} s, {r['outcome']}, stats {r['stats']}"
                 + (f", {'; '.join(r['failures'])}" if r["failures"] else "")
             )
+    for r in rows:
+        late = r["compute_time_s"] - args.timeout
+        if late > LATE_S:
+            where = (r.get("past_timeout_stacks") or [["not sampled", 0]])[0]
+            print(
+                f"  draw {r['draw']} task {r['task']} seed {r['seed']}: returned {late:.2f} s "
+                f"past its {args.timeout:g} s, mostly in {where[0]} ({where[1]} samples)"
+            )
     print(
         f"\n{args.planner} on {len(rows)} runs: median {median:.2f} s, mean "
         f"{summary['mean_s']:.2f} s, 90th percentile {summary['p90_s']:.2f} s, max "
-        f"{summary['max_s']:.2f} s; {summary['over_twice_median']} runs over twice the "
+        f"{summary['max_s']:.2f} s ({summary['max_past_timeout_s']:.3f} s past the timeout); "
+        f"{summary['over_twice_median']} runs over twice the "
         f"median; {summary['failures']} failed; wall time {summary['wall_time_s']:.0f} s"
     )
     if args.json is not None:
@@ -187,13 +203,15 @@ def _one(
     mdp = pipe.domain.make_mdp(task, pipe.config)
     solver = _planner(pipe, args, seed)
     try:
-        result = run_episode(
-            mdp,
-            solver,
-            lam=pipe.lam(args.planner),
-            timeout_s=args.timeout,
-            rng=random.Random(seed),
-        )
+        # Past the timeout the stack is sampled, so a late return names its step.
+        with OverrunWatch(args.timeout) as watch:
+            result = run_episode(
+                mdp,
+                solver,
+                lam=pipe.lam(args.planner),
+                timeout_s=args.timeout,
+                rng=random.Random(seed),
+            )
     finally:
         mdp.close()  # type: ignore[attr-defined]
     # The counters outlive a failed call; last_stats is written only when a plan was found.
@@ -213,6 +231,7 @@ def _one(
         "outcome": result.outcome,
         "failures": result.failures,
         "stats": stats,
+        "past_timeout_stacks": watch.top(3),
     }
 
 

@@ -51,6 +51,8 @@ def test_a_small_run_reports_each_run_and_the_spread(
     for row in data["rows"]:
         assert row["success"] == (row["outcome"] == "goal")
         assert {"restarts", "resamples", "cutoffs"} <= set(row["stats"])
+        assert row["past_timeout_stacks"] == []  # done well within 60 s: never sampled
+    assert data["summary"]["max_past_timeout_s"] == 0.0
     assert "tamp on 2 runs" in capsys.readouterr().out
 
 
