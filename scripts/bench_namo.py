@@ -48,7 +48,7 @@ from typing import Any
 from camp_planner.config import parse_settings
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
-from camp_planner.diagnostics import OverrunWatch
+from camp_planner.diagnostics import OverrunWatch, lateness
 from camp_planner.domains.namo.domain import route_context as namo_route_context
 from camp_planner.learning.jsonl import RunCheckpoint
 from camp_planner.learning.paired import bootstrap_interval, paired_difference
@@ -265,7 +265,7 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
             "collision_checks_per_s_before_runs": rate_before,
             "collision_checks_per_s_new_process_after_runs": fresh_rate,
             "planner_collision_queries_per_s": lazy_rate,
-            "runs_past_timeout": len(late),  # by more than LATE_S
+            "runs_past_timeout": len(late),  # by more than diagnostics.LATE_S
             "wall_time_s": time.perf_counter() - started,
             "runs_finished_earlier": resumed,  # by a run that was interrupted: not in wall time
             "machine": f"{platform.machine()}, {platform.python_version()}",
@@ -329,23 +329,15 @@ def _measure(
     return row
 
 
-LATE_S = 0.05
-
-
 def _late_runs(rows: list[dict[str, Any]], timeout: float) -> list[str]:
     """One line per run that returned more than ``LATE_S`` past ``timeout``, with the
     stack sampled most often after the timeout."""
     lines = []
     for row in rows:
         for label in ("pure", "camp", "stilman"):
-            run = row[label]
-            late = run["compute_time_s"] - timeout
-            if late > LATE_S:
-                stacks = run.get("past_timeout_stacks") or [["not sampled", 0]]
-                lines.append(
-                    f"{label} on task {row['task']} (seed {row['seed']}) returned {late:.2f} s "
-                    f"past its {timeout:g} s, mostly in {stacks[0][0]} ({stacks[0][1]} samples)"
-                )
+            late = lateness(row[label], timeout)
+            if late is not None:
+                lines.append(f"{label} on task {row['task']} (seed {row['seed']}) {late}")
     return lines
 
 

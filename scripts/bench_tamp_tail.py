@@ -40,7 +40,7 @@ from camp_planner.config import parse_settings
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import run_episode
 from camp_planner.core.planner import Planner
-from camp_planner.diagnostics import OverrunWatch
+from camp_planner.diagnostics import OverrunWatch, lateness
 from camp_planner.learning.jsonl import RunCheckpoint
 from camp_planner.planners import make_planner
 from camp_planner.planners.registry import planner_version
@@ -75,9 +75,6 @@ def main(argv: list[str] | None = None) -> int:
     except CampError as exc:
         print(f"bench_tamp_tail: error: {exc}", file=sys.stderr)
         return 2
-
-
-LATE_S = 0.05  # a run returning later than this past its timeout is listed, with where
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -136,13 +133,9 @@ def _run(args: argparse.Namespace) -> int:
                 + (f", {'; '.join(r['failures'])}" if r["failures"] else "")
             )
     for r in rows:
-        late = r["compute_time_s"] - args.timeout
-        if late > LATE_S:
-            where = (r.get("past_timeout_stacks") or [["not sampled", 0]])[0]
-            print(
-                f"  draw {r['draw']} task {r['task']} seed {r['seed']}: returned {late:.2f} s "
-                f"past its {args.timeout:g} s, mostly in {where[0]} ({where[1]} samples)"
-            )
+        late = lateness(r, args.timeout)
+        if late is not None:
+            print(f"  draw {r['draw']} task {r['task']} seed {r['seed']}: {late}")
     print(
         f"\n{args.planner} on {len(rows)} runs: median {median:.2f} s, mean "
         f"{summary['mean_s']:.2f} s, 90th percentile {summary['p90_s']:.2f} s, max "

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from camp_planner.diagnostics import OverrunWatch
+from camp_planner.diagnostics import OverrunWatch, lateness
 
 
 def _unbounded_step(seconds: float) -> None:
@@ -42,3 +42,14 @@ def test_a_call_within_its_budget_is_never_sampled() -> None:
 def test_bad_settings_are_refused(budget: float, interval: float, depth: int) -> None:
     with pytest.raises(ValueError, match="OverrunWatch"):
         OverrunWatch(budget, interval, depth)
+
+
+def test_lateness_says_how_late_and_where_only_past_the_margin() -> None:
+    stacks = [["tamp.py:870:_ways_ahead <- stilman.py:185:_clear", 41]]
+    assert lateness({"compute_time_s": 60.04, "past_timeout_stacks": stacks}, 60.0) is None
+    text = lateness({"compute_time_s": 60.6, "past_timeout_stacks": stacks}, 60.0)
+    assert text == (
+        "returned 0.60 s past its 60 s, mostly in tamp.py:870:_ways_ahead <- "
+        "stilman.py:185:_clear (41 samples)"
+    )
+    assert "not sampled (0 samples)" in str(lateness({"compute_time_s": 31.0}, 30.0))

@@ -21,6 +21,11 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Any
+
+# A run returning later than this past its timeout is reported (with where it was): below
+# it, the lateness is the granularity of the planner's deadline checks.
+LATE_S = 0.05
 
 
 class OverrunWatch:
@@ -89,3 +94,14 @@ class OverrunWatch:
         """The ``n`` most sampled stacks past the budget, as ``[stack, samples]`` pairs
         (JSON-ready); empty if the call kept to its budget."""
         return [[key, count] for key, count in self.samples.most_common(n)]
+
+
+def lateness(run: dict[str, Any], timeout: float) -> str | None:
+    """For a benchmark run's record (``compute_time_s`` and, from :meth:`OverrunWatch.top`,
+    ``past_timeout_stacks``): how late it returned and mostly where, or None if it returned
+    within ``LATE_S`` of ``timeout``."""
+    late = float(run["compute_time_s"]) - timeout
+    if late <= LATE_S:
+        return None
+    stack, samples = (run.get("past_timeout_stacks") or [["not sampled", 0]])[0]
+    return f"returned {late:.2f} s past its {timeout:g} s, mostly in {stack} ({samples} samples)"
