@@ -193,6 +193,44 @@ def test_relaxed_path_runs_through_the_fewest_boxes(
     mdp.close()
 
 
+def test_a_relaxed_query_in_ompl_doors_mode_follows_the_shortest_route_through_boxes() -> None:
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    task = _two_ways(round_boxes=False)
+    mdp = NamoMDP.from_task(task)
+    settings = {"relaxed": "ompl_doors", "motion_timeout_s": 5.0}
+    iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings=settings)
+    goal = (4.5, 1.5, 0.0)
+    # The fewest-boxes path goes round (no box that way); ignoring boxes, it goes straight.
+    assert iface._boxes_on(iface._fewest_boxes_path(task.start, goal, ""), Deadline(None)) == set()
+    straight = iface._fewest_boxes_path(task.start, goal, "", boxes="ignored")
+    assert straight is not None and {task.room_of(x, y) for x, y, _ in straight} == {0, 1}
+    assert iface._boxes_on(straight, Deadline(None)) == {"box_r1_0"}
+    # The relaxed motion plan is guided along that route: through the doorway into room 1,
+    # never round through rooms 3 and 4.
+    result = iface._plan(task.start, goal, True, Deadline(30.0))
+    assert result.path is not None and result.vertices is not None
+    assert (iface.guided_queries, iface.guide_fallbacks) == (1, 0)
+    assert {task.room_of(x, y) for x, y, _ in result.path} == {0, 1}
+    assert any(math.dist(v[:2], (3.0, 1.5)) < 0.13 for v in result.vertices)
+    # ``relaxed: ompl`` keeps the paper's one unguided query.
+    iface.relaxed_mode = "ompl"
+    assert iface._plan(task.start, goal, True, Deadline(30.0)).path is not None
+    assert iface.guided_queries == 1
+    iface.close()
+    mdp.close()
+
+
+def test_tamp_in_ompl_doors_mode_reaches_the_goal_and_replays_collision_free() -> None:
+    task = _two_ways(round_boxes=True)
+    mdp = NamoMDP.from_task(task)
+    planner = TAMP(seed=0, relaxed="ompl_doors", motion_timeout_s=5.0, detour_timeout_s=2.0)
+    result = run_episode(mdp, planner, lam=0.0, timeout_s=60, rng=random.Random(0))
+    assert result.success, result.outcome
+    _replay_is_collision_free(task, result.actions, set())
+    mdp.close()
+
+
 class _ScriptedInterface:
     """A TAMP interface whose symbolic problem is unsolvable until its facts are forgotten
     (``unsolvable``), or whose one step fails without explanation the first ``flaky`` times."""
@@ -263,7 +301,7 @@ def test_tamp_resamples_unexplained_refinement_failures_up_to_its_budget() -> No
         )
     with pytest.raises(ValueError, match="max_resamples"):
         TAMP(max_resamples=-1)
-    with pytest.raises(ValueError, match="relaxed"):
+    with pytest.raises(ValueError, match="relaxed must be one of grid, ompl, ompl_doors"):
         TAMP(relaxed="straight")
 
 

@@ -35,6 +35,9 @@ from camp_planner.core.planner import (
 )
 from camp_planner.planners.fast_downward import FDRunner
 
+# How a domain's interface names obstructions (see ``TAMP``'s ``relaxed`` setting).
+RELAXED_MODES = ("grid", "ompl", "ompl_doors")
+
 
 class AttemptCutoff(Deadline):
     """One attempt's budget inside a planning call's ``outer`` deadline, whose clock can be
@@ -160,8 +163,8 @@ class InterfacePlanner(Planner):
         self.restart_growth = float(restart_growth)
         self.cutoffs = 0  # attempts abandoned at their cutoff in the last planning call
         self._attempt_seed = seed
-        if relaxed not in ("grid", "ompl"):
-            raise ValueError(f"relaxed must be 'grid' or 'ompl', got {relaxed!r}")
+        if relaxed not in RELAXED_MODES:
+            raise ValueError(f"relaxed must be one of {', '.join(RELAXED_MODES)}, got {relaxed!r}")
         if guide not in ("doors", "none"):
             raise ValueError(f"guide must be 'doors' or 'none', got {guide!r}")
         self.settings: dict[str, Any] = {
@@ -271,7 +274,9 @@ class TAMP(InterfacePlanner):
         motion_planner: the OMPL planner for base motions (e.g. RRTConnect).
         detour_timeout_s: the budget for looking for a way around known obstructions.
         relaxed: how obstructions are named: ``grid`` (a path through the fewest movable
-            objects) or ``ompl`` (a motion plan through movable objects, whichever it crosses).
+            objects), ``ompl`` (one motion plan through movable objects, whichever it
+            crosses: the paper's interface layer) or ``ompl_doors`` (the same, planned
+            doorway to doorway along the shortest route that ignores movable objects).
         guide: ``doors`` splits a base motion that crosses rooms into OMPL queries from
             doorway to doorway, each within one room (the route from a grid search), and
             falls back to one whole query if a piece fails; ``none`` always plans whole.

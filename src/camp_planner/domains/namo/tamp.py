@@ -333,8 +333,11 @@ class NamoTampInterface:
         budget = min(timeout or self.motion_timeout, max(deadline.remaining, 1e-3))
         valid = self._valid(scene, ignore_boxes, solid, start)
         result: MotionResult | None = None
-        if not ignore_boxes and self.guide == "doors":
-            result = self._plan_guided(start, goal, solid, valid, budget)
+        # A relaxed query (through movable boxes) is guided only in ``relaxed: ompl_doors``:
+        # ``relaxed: ompl`` keeps the paper's one unguided query, so its runs reproduce.
+        guided = self.relaxed_mode == "ompl_doors" if ignore_boxes else self.guide == "doors"
+        if guided:
+            result = self._plan_guided(start, goal, solid, valid, budget, ignore_boxes)
             budget -= time.perf_counter() - t0
         if result is None or result.path is None:
             result = plan_base_path(
@@ -362,23 +365,25 @@ class NamoTampInterface:
         solid: str,
         valid: Callable[[float, float, float], bool],
         budget: float,
+        ignore_boxes: bool = False,
     ) -> MotionResult | None:
         """A base motion across rooms as OMPL queries from doorway to doorway, or None when
         start and goal share a room (one query is as good) or no route exists.
 
         Uniform sampling in SE(2) rarely lands in a doorway a base of 0.6 m passes with 0.2 m
         to spare, so RRT-Connect spends most of a cross-room query there, and its time varies
-        tenfold between runs. The route (the grid's disc path with every box solid) says which
-        doorways to pass; posing the base square in each splits the motion into pieces that
-        each lie in one room, which OMPL plans within that room's bounds in milliseconds. A
-        piece that fails (no valid doorway pose, or no path in its room) returns a failed
-        result, and the caller plans the whole motion with what is left of the budget: the
+        tenfold between runs. The route (the grid's disc path with every box solid; with
+        ``ignore_boxes``, every box but ``solid`` ignored) says which doorways to pass;
+        posing the base square in each splits the motion into pieces that each lie in one
+        room, which OMPL plans within that room's bounds in milliseconds. A piece that fails
+        (no valid doorway pose, or no path in its room) returns a failed result, and the
+        caller plans the whole motion with what is left of the budget: the
         guide only narrows OMPL's search, never decides that no path exists."""
         task = self.task
         if task.room_of(start[0], start[1]) == task.room_of(goal[0], goal[1]):
             return None
         t0 = time.perf_counter()
-        route = self._fewest_boxes_path(start, goal, solid, boxes_solid=True)
+        route = self._fewest_boxes_path(start, goal, solid, "ignored" if ignore_boxes else "solid")
         if route is None:
             return None
         self.guided_queries += 1
@@ -491,7 +496,7 @@ class NamoTampInterface:
         return s == t or bool(labels[s] != 0 and labels[s] == labels[t])
 
     def _fewest_boxes_path(
-        self, start: Pose2D, goal: Pose2D, solid: str, boxes_solid: bool = False
+        self, start: Pose2D, goal: Pose2D, solid: str, boxes: str = "costly"
     ) -> list[Pose2D] | None:
         """A relaxed path that runs through as few movable boxes as it can (a minimum
         constraint removal path on the 5 cm grid, after Hauser's MCR): Dijkstra where a cell
@@ -504,8 +509,10 @@ class NamoTampInterface:
         the conjunction of such facts over several locations can make the symbolic problem
         unsolvable (A must go before B's way is free, and B before A's); the fewest-boxes
         path names only obstructions no way around avoids. Headings follow the path, except
-        within ``HOLD_HEADING`` of either end. With ``boxes_solid`` every box is
-        impassable: the shortest way around them all, keeping clear of them where it can."""
+        within ``HOLD_HEADING`` of either end. ``boxes="solid"`` makes every box
+        impassable: the shortest way around them all, keeping clear of them where it can.
+        ``boxes="ignored"`` makes every box but ``solid`` free ground: the shortest way
+        whatever it crosses, which is the route of a motion plan that ignores movable boxes."""
         cell, n, radius, static = self._grid_setup()
         blocked = static.copy()
         under_box = np.zeros((n, n), dtype=bool)
@@ -516,10 +523,11 @@ class NamoTampInterface:
         reach = self.task.settings.base_half_extent * math.sqrt(2) + PLAN_MARGIN
         for name in self.slot_names:
             value = self._value(name)
-            if isinstance(value, tuple):
-                rect = self.task.box_rect(float(value[0]), float(value[1]))
-                _block(blocked if boxes_solid or name == solid else under_box, rect, radius, cell)
-                _block(near_box, rect, reach, cell)
+            if not isinstance(value, tuple) or (boxes == "ignored" and name != solid):
+                continue
+            rect = self.task.box_rect(float(value[0]), float(value[1]))
+            _block(blocked if boxes == "solid" or name == solid else under_box, rect, radius, cell)
+            _block(near_box, rect, reach, cell)
         s, t = self._cell(start, cell, n), self._cell(goal, cell, n)
         _open_around(blocked, s, t)
         # Entering a cell costs the cell's cost; walls cost infinity (no edge into them).
@@ -678,7 +686,9 @@ class NamoTampInterface:
         a drivable path with every box solid (returned with its ``vertices``), and only when
         OMPL finds none there (the grid's disc passed a gap the real base does not) falls
         back to OMPL through boxes. ``relaxed: ompl`` is the earlier behaviour: one OMPL
-        query through boxes, whatever they cross."""
+        query through boxes, whatever they cross. ``relaxed: ompl_doors`` is the same query
+        planned doorway to doorway along the shortest route that ignores the boxes (one
+        OMPL query per room, as the base's other motions are)."""
         if self.relaxed_mode == "grid":
             t0 = time.perf_counter()
             path = self._fewest_boxes_path(start, target, solid)
