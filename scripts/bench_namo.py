@@ -10,8 +10,8 @@ the fewest boxes (for worlds larger than the paper's, ``config/namo-grid5.yaml``
 room-disjunction family no longer holds good contexts). Its CSIs are learned first (offline
 work, not timed). Then the TAMP planner runs once in the full task and once in that CAMP,
 and Stilman's algorithm once in the full task, each executed in the full simulated world
-(``--repeats K``: K times each, with planner seeds 0..K-1, since TAMP's time varies from run
-to run).
+(``--repeats K``: K times each, with planner seeds 0..K-1, or S..S+K-1 with
+``--first-seed S``, since TAMP's time varies from run to run).
 Prints a per-task table, the median ratio of planning time (pure ÷ CAMP) with a 95 %
 bootstrap interval, the ratio of the mean times (the slow tail, which the median hides),
 the runs' time differences paired (pure minus CAMP, same task and planner seed, with an
@@ -63,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
         "--split", choices=("test", "train"), default="test", help="which tasks (default: test)"
     )
     parser.add_argument("--repeats", type=int, default=1, help="runs per task and planner")
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="planner seeds are first-seed .. first-seed+repeats-1 (default 0): a replicate "
+        "of an earlier run with new seeds, to pool with it in plot_bench_namo.py",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="per planning call (s)")
     parser.add_argument(
         "--set",
@@ -88,8 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         pipe.config["tasks"][args.split] = 1
         print(checks_per_second(pipe, pipe.domain.make_tasks(pipe.config, args.split)[0]))
         return 0
-    if args.tasks < 1 or args.repeats < 1 or not args.timeout > 0:
-        parser.error("--tasks and --repeats must be at least 1 and --timeout positive")
+    if args.tasks < 1 or args.repeats < 1 or not args.timeout > 0 or args.first_seed < 0:
+        parser.error(
+            "--tasks and --repeats must be at least 1, --timeout positive and --first-seed "
+            "non-negative"
+        )
     try:
         overrides = parse_settings(args.set)
     except ValueError as exc:
@@ -202,7 +212,7 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     )
     try:
         for i, (task, ctx) in enumerate(zip(tasks, chosen, strict=True)):
-            for seed in range(args.repeats):
+            for seed in range(args.first_seed, args.first_seed + args.repeats):
                 row = checkpoint.get((i, seed))
                 earlier = row is not None
                 if row is None:
@@ -242,6 +252,7 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
         "pure_minus_camp_s": paired,
         "settings": overrides,
         "repeats": args.repeats,
+        "first_seed": args.first_seed,
         "context": args.context,
         "config": str(args.config) if args.config else None,
         "boxes_per_task": statistics.mean(len(t.boxes) for t in tasks),
@@ -255,9 +266,13 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
         summary[f"{label}_median_s"] = statistics.median(times)
         summary[f"{label}_mean_s"] = statistics.mean(times)
         summary[f"{label}_p90_s"] = p90
+        # Rows checkpointed before picks were recorded have none: the mean is of those that do.
+        picks = [r[label]["picks"] for r in rows if "picks" in r[label]]
+        summary[f"{label}_mean_picks"] = statistics.mean(picks) if picks else None
         lines.append(
             f"  {label:<8} median {statistics.median(times):5.2f} s, mean "
             f"{statistics.mean(times):5.2f} s, 90th percentile {p90:5.2f} s, success {success:.0%}"
+            + (f", boxes moved per run {statistics.mean(picks):.1f}" if picks else "")
         )
     summary.update(
         {
@@ -320,6 +335,8 @@ def _measure(
             "outcome": result.outcome,
             "stage_times_s": result.stage_times_s,
             "fallbacks": result.fallbacks,
+            # Boxes picked up on the way (each then put down): what the route cost.
+            "picks": sum(1 for a in result.actions if a[0] == "pick"),
         }
         if watch.samples:
             row[label]["past_timeout_stacks"] = watch.top(3)

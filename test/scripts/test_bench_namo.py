@@ -140,6 +140,36 @@ def test_an_interrupted_run_resumes_without_measuring_its_finished_runs_again(
     assert len(list((tmp_path / "art" / "bench").iterdir())) == 1  # the --timeout 30 one
 
 
+def test_a_replicate_runs_new_planner_seeds_and_reports_the_boxes_moved(
+    tmp_path: Path, load_script: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench = load_script("bench_namo")
+    seeds: list[int] = []
+
+    def fake_measure(
+        pipe: Any, args: Any, overrides: Any, i: int, task: Any, ctx: Any, seed: int
+    ) -> dict[str, Any]:
+        seeds.append(seed)
+        run = {"compute_time_s": 1.0, "success": True, "outcome": "goal"}
+        return {"task": i, "seed": seed, "context": ctx.name, "ratio": 1.0,
+                "pure": {**run, "picks": 4 + seed}, "camp": {**run, "picks": 1},
+                "stilman": run}  # fmt: skip
+
+    monkeypatch.setattr(bench, "_measure", fake_measure)
+    monkeypatch.setattr(bench, "route_context", lambda pipe, task: Context.universal())
+    monkeypatch.setattr(bench, "checks_per_second", lambda *a, **k: 1.0)
+    monkeypatch.setattr(bench, "fresh_checks_per_second", lambda *a, **k: 1.0)
+    out = tmp_path / "bench.json"
+    argv = ["--tasks", "2", "--repeats", "2", "--first-seed", "2", "--context", "route",
+            "--artifacts", str(tmp_path / "art"), "--json", str(out)]  # fmt: skip
+    assert bench.main(argv) == 0
+    assert seeds == [2, 3, 2, 3]
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["first_seed"] == 2
+    assert (summary["pure_mean_picks"], summary["camp_mean_picks"]) == (6.5, 1)
+    assert summary["stilman_mean_picks"] is None  # rows from before picks were recorded
+
+
 def test_runs_that_return_late_are_reported_with_where_they_were(
     load_script: Callable[[str], ModuleType],
 ) -> None:

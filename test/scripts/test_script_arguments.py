@@ -10,6 +10,7 @@ import pytest
 
 BAD_ARGUMENTS = [
     ("bench_namo", ["--repeats", "0"]),
+    ("bench_namo", ["--first-seed", "-1"]),
     ("bench_namo", ["--tasks", "0"]),
     ("bench_namo", ["--set", "guide"]),
     ("bench_namo", ["--set", "=none"]),
