@@ -3,7 +3,9 @@
 Each input is the ``--json`` file of one ``scripts/bench_namo.py`` run (e.g. one per world
 size, ``config/namo-grid3.yaml`` … ``namo-grid5.yaml``). For each run it prints the boxes per
 task, the median planning time of pure TAMP, the CAMP and Stilman's algorithm with their
-success rates, and the median ratio pure ÷ CAMP with its 95 % interval, as a Markdown table;
+success rates, the median ratio pure ÷ CAMP with its 95 % interval, the paired time saved
+and the boxes pure planning and the CAMP moved per run (runs recorded since 2026-11-27), as a
+Markdown table;
 ``--plot`` draws median times (with the interquartile range) and the ratio against the
 boxes per task. It reads the files only (no planning).
 
@@ -91,12 +93,15 @@ def run_stats(run: dict[str, Any]) -> dict[str, Any]:
     for key, _ in PLANNERS:
         times = sorted(float(r[key]["compute_time_s"]) for r in rows)
         q = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
+        # Boxes moved per run: recorded by bench_namo.py since 2026-11-27 (None before).
+        picks = [int(r[key]["picks"]) for r in rows if "picks" in r[key]]
         out[key] = {
             "median": statistics.median(times),
             "mean": statistics.mean(times),
             "q1": q[0],
             "q3": q[2],
             "success": sum(bool(r[key]["success"]) for r in rows),
+            "picks": statistics.mean(picks) if len(picks) == len(rows) else None,
         }
     return out
 
@@ -106,8 +111,9 @@ def markdown(stats: list[dict[str, Any]]) -> str:
         f"{label} median s (mean) | ok" for _, label in PLANNERS
     )
     lines = [
-        head + " | pure ÷ CAMP, median [95 %] | pure − CAMP per run [95 %], CAMP faster |",
-        "|---" * (4 + 2 * len(PLANNERS)) + "|",
+        head + " | pure ÷ CAMP, median [95 %] | pure − CAMP per run [95 %], CAMP faster "
+        "| boxes moved per run, pure / CAMP |",
+        "|---" * (5 + 2 * len(PLANNERS)) + "|",
     ]
     for s in stats:
         boxes = "?" if s["boxes"] is None else f"{s['boxes']:.1f}"
@@ -122,10 +128,16 @@ def markdown(stats: list[dict[str, Any]]) -> str:
             f"{d['mean']:+.2f} s [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}], "
             f"{d['a_wins']}/{d['pairs']}"
         )
+        pure_picks, camp_picks = s["pure"]["picks"], s["camp"]["picks"]
+        moved = (
+            "–"
+            if pure_picks is None or camp_picks is None
+            else (f"{pure_picks:.1f} / {camp_picks:.1f}")
+        )
         lines.append(
             f"| {s['name']} | {boxes} | "
             + " | ".join(cells)
-            + f" | {s['ratio']:.2f}×{interval} | {saved} |"
+            + f" | {s['ratio']:.2f}×{interval} | {saved} | {moved} |"
         )
     return "\n".join(lines)
 

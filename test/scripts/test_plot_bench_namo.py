@@ -10,12 +10,21 @@ from types import ModuleType
 import pytest
 
 
-def _bench(path: Path, times: dict[str, list[float]], boxes: float, ratio: float) -> Path:
+def _bench(
+    path: Path,
+    times: dict[str, list[float]],
+    boxes: float,
+    ratio: float,
+    picks: dict[str, list[int]] | None = None,
+) -> Path:
     n = len(times["pure"])
     rows = [
         {k: {"compute_time_s": times[k][i], "success": times[k][i] < 10} for k in times}
         for i in range(n)
     ]
+    for key, counts in (picks or {}).items():
+        for row, count in zip(rows, counts, strict=True):
+            row[key]["picks"] = count
     summary = {
         "median_ratio_pure_over_camp": ratio,
         "median_ratio_interval_95": [ratio / 2, ratio * 2],
@@ -39,6 +48,7 @@ def test_table_and_plot_come_from_the_rows(
         {"pure": [8.0, 9.0, 30.0], "camp": [1.0, 2.0, 3.0], "stilman": [5.0, 6.0, 7.0]},
         55.5,
         4.5,
+        picks={"pure": [6, 7, 11], "camp": [2, 2, 3], "stilman": [1, 1, 1]},
     )
     out = tmp_path / "img" / "scaling.png"
     assert load_script("plot_bench_namo").main([str(small), str(large), "--plot", str(out)]) == 0
@@ -50,8 +60,11 @@ def test_table_and_plot_come_from_the_rows(
         "| grid3 | 20.0 | 2.00 (2.00) | 3/3 | 1.00 (2.00) | 3/3 | 2.00 (5.33) | 2/3 |" in lines[0]
     )
     # pure − CAMP per run: 0, +1, −1 s; the CAMP was faster in 1 of 3 pairs.
-    assert "| 1.50× [0.75, 3.00] | +0.00 s [" in lines[0] and lines[0].endswith(", 1/3 |")
+    assert "| 1.50× [0.75, 3.00] | +0.00 s [" in lines[0]
+    # Runs from before boxes moved were recorded have no count.
+    assert lines[0].endswith(", 1/3 | – |")
     assert "| grid5 | 55.5 | 9.00 (15.67) | 2/3 |" in lines[1]
+    assert lines[1].endswith(", 3/3 | 8.0 / 2.3 |")
     assert out.stat().st_size > 10_000
 
 
