@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from camp_planner.config import parse_settings
+from camp_planner.config import settings_or_usage_error
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.diagnostics import OverrunWatch, lateness
@@ -100,10 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             "--tasks and --repeats must be at least 1, --timeout positive and --first-seed "
             "non-negative"
         )
-    try:
-        overrides = parse_settings(args.set)
-    except ValueError as exc:
-        parser.error(str(exc))
+    overrides = settings_or_usage_error(parser, args.set)
     try:
         return _run(args, overrides)
     except CampError as exc:

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from camp_planner.config import parse_settings
+from camp_planner.config import settings_or_usage_error
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import run_episode
 from camp_planner.core.planner import Planner
@@ -66,10 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if min(args.eval_seeds, args.tasks, args.repeats) < 1 or not args.timeout > 0:
         parser.error("--eval-seeds, --tasks and --repeats must be at least 1, --timeout positive")
-    try:
-        args.overrides = parse_settings(args.set)
-    except ValueError as exc:
-        parser.error(str(exc))
+    args.overrides = settings_or_usage_error(parser, args.set)
     try:
         return _run(args)
     except CampError as exc:

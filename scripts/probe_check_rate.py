@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from camp_planner.config import parse_settings
+from camp_planner.config import settings_or_usage_error
 from camp_planner.core.errors import CampError
 from camp_planner.sim.namo_scene import connected_clients
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
@@ -49,10 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.seconds > 0 or not args.timeout > 0:
         parser.error("SECONDS and --timeout must be positive")
-    try:
-        overrides = parse_settings(args.set)
-    except ValueError as exc:
-        parser.error(str(exc))
+    overrides = settings_or_usage_error(parser, args.set)
     try:
         return _probe(args, overrides)
     except CampError as exc:

@@ -6,6 +6,7 @@ one line that names the file and the key.
 
 from __future__ import annotations
 
+import argparse
 import copy
 from collections.abc import Mapping
 from pathlib import Path
@@ -86,6 +87,15 @@ def _same_kind(default: Any, value: Any) -> bool:
     if isinstance(default, (int, float)):
         return isinstance(value, (int, float))
     return isinstance(value, type(default))
+
+
+def settings_or_usage_error(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, Any]:
+    """:func:`parse_settings` for a script's ``--set`` items, a bad one reported as the
+    parser's usage error (exit status 2), before any planning or learning starts."""
+    try:
+        return parse_settings(items)
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 def parse_settings(items: list[str]) -> dict[str, Any]:

@@ -15,8 +15,9 @@ from camp_planner.core.context import Context, Term
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
 
-def test_settings_are_read_as_yaml_values(load_script: Callable[[str], ModuleType]) -> None:
-    parse = load_script("bench_namo").parse_settings
+def test_settings_are_read_as_yaml_values() -> None:
+    from camp_planner.config import parse_settings as parse
+
     assert parse(["guide=none", "motion_timeout_s=2", "relaxed=grid"]) == {
         "guide": "none",
         "motion_timeout_s": 2,
