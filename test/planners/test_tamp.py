@@ -345,6 +345,32 @@ def test_a_cross_room_motion_is_planned_doorway_to_doorway_and_is_collision_free
     mdp.close()
 
 
+def test_guide_rooms_plans_a_motion_inside_one_room_within_that_rooms_bounds() -> None:
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    task = _open_chain()
+    mdp = NamoMDP.from_task(task)
+    settings = {"guide": "rooms"}
+    iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings=settings)
+    goal = (2.2, 2.0, 1.0)  # room 0, where the robot starts
+    result = iface._plan(task.start, goal, False, Deadline(30.0))
+    assert result.path is not None and result.path[-1] == pytest.approx(goal)
+    assert iface.room_queries == 1
+    x0, y0, x1, y1 = iface._room_bounds(0)
+    assert all(x0 <= x <= x1 and y0 <= y <= y1 for x, y, _ in result.path)
+    scene = iface._scene()
+    assert not any(scene.collisions(p) for p in result.path)
+    # Across rooms it is the doorway guide; with ``doors`` a same-room motion is planned
+    # in the whole world, as before.
+    assert iface._plan(task.start, (7.5, 4.5, math.pi / 2), False, Deadline(30.0)).path
+    assert (iface.room_queries, iface.guided_queries) == (1, 1)
+    iface.guide = "doors"
+    assert iface._plan(task.start, goal, False, Deadline(30.0)).path is not None
+    assert iface.room_queries == 1
+    iface.close()
+    mdp.close()
+
+
 def test_the_grid_never_blocks_a_gap_a_planned_base_path_passes() -> None:
     # The grid's disc must be a necessary condition: every pose of a path OMPL finds with the
     # planning's validity check (the margin, relaxed near the start) lies on an open cell.
@@ -391,10 +417,10 @@ def test_a_drive_to_the_goal_ends_where_the_goal_is_reached() -> None:
 
 
 def test_unknown_guide_is_refused() -> None:
+    with pytest.raises(ValueError, match="guide must be one of doors, none, rooms"):
+        TAMP(guide="corridors")
     with pytest.raises(ValueError, match="guide"):
-        TAMP(guide="rooms")
-    with pytest.raises(ValueError, match="guide"):
-        Stilman(guide="rooms")
+        Stilman(guide="corridors")
 
 
 def test_boxes_met_along_one_way_are_cleared_in_the_order_met() -> None:

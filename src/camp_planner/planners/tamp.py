@@ -37,6 +37,8 @@ from camp_planner.planners.fast_downward import FDRunner
 
 # How a domain's interface names obstructions (see ``TAMP``'s ``relaxed`` setting).
 RELAXED_MODES = ("grid", "ompl", "ompl_doors")
+# How a domain's interface splits base motions (see ``TAMP``'s ``guide`` setting).
+GUIDES = ("doors", "none", "rooms")
 
 
 class AttemptCutoff(Deadline):
@@ -165,8 +167,8 @@ class InterfacePlanner(Planner):
         self._attempt_seed = seed
         if relaxed not in RELAXED_MODES:
             raise ValueError(f"relaxed must be one of {', '.join(RELAXED_MODES)}, got {relaxed!r}")
-        if guide not in ("doors", "none"):
-            raise ValueError(f"guide must be 'doors' or 'none', got {guide!r}")
+        if guide not in GUIDES:
+            raise ValueError(f"guide must be one of {', '.join(GUIDES)}, got {guide!r}")
         self.settings: dict[str, Any] = {
             "motion_timeout_s": motion_timeout_s,
             "motion_planner": motion_planner,
@@ -279,7 +281,9 @@ class TAMP(InterfacePlanner):
             doorway to doorway along the shortest route that ignores movable objects).
         guide: ``doors`` splits a base motion that crosses rooms into OMPL queries from
             doorway to doorway, each within one room (the route from a grid search), and
-            falls back to one whole query if a piece fails; ``none`` always plans whole.
+            falls back to one whole query if a piece fails; ``none`` always plans whole;
+            ``rooms`` is ``doors`` with motions inside one room planned in that room's
+            bounds first (the whole world's if that fails).
         fd_mode: ``driver`` or ``resident`` (see the Fast Downward planner).
         restart_s: cutoff (seconds) of the first attempt of a planning call, after which
             planning starts over with fresh samples; null (the default) never restarts.
