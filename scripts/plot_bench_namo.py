@@ -9,6 +9,9 @@ Markdown table;
 ``--plot`` draws median times (with the interquartile range) and the ratio against the
 boxes per task. It reads the files only (no planning).
 
+``--paired`` with two runs of the same tasks and planner seeds (e.g. two settings) also
+prints each planner's time, the first run minus the second, paired run by run.
+
 Runs of the same world joined with ``+`` (``a.json+b.json``) are pooled into one row: their
 rows together, the median ratio and its 95 % bootstrap interval computed again from them.
 Both must come from the same configuration and settings.
@@ -106,6 +109,26 @@ def run_stats(run: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def paired_runs(first: dict[str, Any], second: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each planner's time in ``first`` minus ``second``, paired by (task, seed); both runs
+    must hold the same pairs."""
+    by_key = [
+        {(r["task"], r["seed"]): r for r in run["rows"] if "task" in r} for run in (first, second)
+    ]
+    if not by_key[0] or set(by_key[0]) != set(by_key[1]):
+        raise CampError(
+            f"{first['path']} and {second['path']} do not hold the same (task, seed) runs"
+        )
+    keys = sorted(by_key[0])
+    return {
+        label: paired_difference(
+            [float(by_key[0][k][label]["compute_time_s"]) for k in keys],
+            [float(by_key[1][k][label]["compute_time_s"]) for k in keys],
+        )
+        for label, _ in PLANNERS
+    }
+
+
 def markdown(stats: list[dict[str, Any]]) -> str:
     head = "| run | boxes per task | " + " | ".join(
         f"{label} median s (mean) | ok" for _, label in PLANNERS
@@ -180,13 +203,30 @@ def main(argv: list[str] | None = None) -> int:
         "runs", nargs="+", help="bench_namo.py --json files (a+b: pool runs of one world)"
     )
     parser.add_argument("--plot", type=Path, help="write the plot (PNG) here")
+    parser.add_argument(
+        "--paired",
+        action="store_true",
+        help="with two runs of the same tasks and seeds (e.g. two settings): each planner's "
+        "time, first run minus second, paired task by task and seed by seed",
+    )
     args = parser.parse_args(argv)
+    if args.paired and len(args.runs) != 2:
+        parser.error("--paired takes exactly two runs")
     try:
-        stats = [run_stats(load_pooled(p)) for p in args.runs]
+        runs = [load_pooled(p) for p in args.runs]
+        stats = [run_stats(run) for run in runs]
+        paired = paired_runs(runs[0], runs[1]) if args.paired else None
     except CampError as exc:
         print(f"plot_bench_namo: error: {exc}", file=sys.stderr)
         return 2
     print(markdown(stats))
+    if paired is not None:
+        print(f"\n{runs[0]['path'].stem} minus {runs[1]['path'].stem}, per run [95 %]:")
+        for label, d in paired.items():
+            print(
+                f"  {label:<8} {d['mean']:+.2f} s [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}], "
+                f"the second faster on {d['a_wins']} of {d['pairs']}"
+            )
     if args.plot is not None:
         plot(stats, args.plot)
         print(f"plot: {args.plot}")

@@ -110,3 +110,35 @@ def test_runs_of_one_world_joined_with_plus_are_pooled(
     assert plot.main([f"{first}+{other}"]) == 2
     err = capsys.readouterr().err
     assert "cannot pool" in err and "boxes_per_task differ" in err
+
+
+def test_two_runs_of_the_same_tasks_and_seeds_are_compared_run_by_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load_script: Callable[[str], ModuleType]
+) -> None:
+    plot = load_script("plot_bench_namo")
+    runs = []
+    for name, pure in (("default", [3.0, 5.0, 4.0]), ("rooms", [2.0, 4.0, 5.0])):
+        path = _bench(
+            tmp_path / f"{name}.json",
+            {"pure": pure, "camp": [1.0, 1.0, 1.0], "stilman": [2.0, 2.0, 2.0]},
+            120.0,
+            2.0,
+        )
+        data = json.loads(path.read_text())
+        # Stored in another order: pairs are matched by task and seed, not by position.
+        keys = [(0, 0), (0, 1), (1, 0)] if name == "default" else [(0, 1), (0, 0), (1, 0)]
+        for row, (task, seed) in zip(data["rows"], keys, strict=True):
+            row.update(task=task, seed=seed)
+        path.write_text(json.dumps(data))
+        runs.append(str(path))
+    assert plot.main(["--paired", *runs]) == 0
+    text = capsys.readouterr().out
+    # Pure: (0,0) 3 - 4, (0,1) 5 - 2, (1,0) 4 - 5: mean +0.33 s, the second faster once.
+    assert "default minus rooms, per run [95 %]:" in text
+    assert "  pure     +0.33 s [" in text and "the second faster on 1 of 3" in text
+    assert "  camp     +0.00 s [" in text
+    with pytest.raises(SystemExit):
+        plot.main(["--paired", runs[0]])
+    other = _bench(tmp_path / "other.json", {"pure": [1.0], "camp": [1.0], "stilman": [1.0]}, 1, 1)
+    assert plot.main(["--paired", runs[0], str(other)]) == 2
+    assert "do not hold the same (task, seed) runs" in capsys.readouterr().err
