@@ -332,7 +332,7 @@ def _measure(
             "outcome": result.outcome,
             "stage_times_s": result.stage_times_s,
             "fallbacks": result.fallbacks,
-            # Boxes picked up on the way (each then put down): what the route cost.
+            # Boxes picked up (each then put down): does a plan's length explain its time?
             "picks": sum(1 for a in result.actions if a[0] == "pick"),
         }
         if watch.samples:
