@@ -40,11 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tasks", type=int, default=10, help="test tasks whose route contexts to audit"
     )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="processes learning CSIs (default 1)"
+    )
     args = parser.parse_args(argv)
-    if args.tasks < 1:
-        parser.error("--tasks must be at least 1")
+    if args.tasks < 1 or args.workers < 1:
+        parser.error("--tasks and --workers must be at least 1")
     try:
-        report = audit(args.config, args.artifacts, args.contexts, args.tasks)
+        report = audit(args.config, args.artifacts, args.contexts, args.tasks, args.workers)
     except CampError as exc:
         print(f"audit_namo_csis: error: {exc}", file=sys.stderr)
         return 2
@@ -61,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def audit(
-    config: Path | None, artifacts: Path, which: str = "space", n_tasks: int = 10
+    config: Path | None,
+    artifacts: Path,
+    which: str = "space",
+    n_tasks: int = 10,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Every room context's allowed box rooms that its CSIs drop entirely."""
     started = time.perf_counter()
@@ -79,7 +86,7 @@ def audit(
         candidates = list(pipe.space)
     box_rooms = set(mdp.layout.box_rooms)  # type: ignore[attr-defined]
     try:
-        learned = pipe.learn_csis(candidates)
+        learned = pipe.learn_csis(candidates, workers=workers)
         for ctx in candidates:
             if ctx.is_universal:
                 continue

@@ -72,6 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="per planning call (s)")
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes learning the CSIs, before any timing (default 1; runs are timed one "
+        "at a time whatever this says)",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -95,10 +102,16 @@ def main(argv: list[str] | None = None) -> int:
         pipe.config["tasks"][args.split] = 1
         print(checks_per_second(pipe, pipe.domain.make_tasks(pipe.config, args.split)[0]))
         return 0
-    if args.tasks < 1 or args.repeats < 1 or not args.timeout > 0 or args.first_seed < 0:
+    if (
+        args.tasks < 1
+        or args.repeats < 1
+        or args.workers < 1
+        or not args.timeout > 0
+        or args.first_seed < 0
+    ):
         parser.error(
-            "--tasks and --repeats must be at least 1, --timeout positive and --first-seed "
-            "non-negative"
+            "--tasks, --repeats and --workers must be at least 1, --timeout positive and "
+            "--first-seed non-negative"
         )
     overrides = settings_or_usage_error(parser, args.set)
     try:
@@ -179,7 +192,7 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     tasks = pipe.domain.make_tasks(pipe.config, args.split)
     choose = route_context if args.context == "route" else smallest_reachable_context
     chosen = [choose(pipe, t) for t in tasks]
-    pipe.learn_csis(chosen)  # offline work: before timing anything
+    pipe.learn_csis(chosen, workers=args.workers)  # offline work: before timing anything
     # Every finished run is kept: a 6x6 run takes 20 minutes, and a kill must not cost it.
     checkpoint = RunCheckpoint(
         args.artifacts / "bench",

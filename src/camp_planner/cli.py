@@ -63,7 +63,10 @@ def _planner_arg(p: argparse.ArgumentParser) -> None:
 
 def _workers_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--workers", type=int, default=os.cpu_count() or 1, help="parallel scoring processes"
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="parallel processes for CSI learning and scoring",
     )
 
 

@@ -2,7 +2,9 @@
 
 This is what the CLI (and later the ROS nodes) call; it holds no global state. CSIs are
 cached in one JSON file per (domain, version, CSI and context settings), written atomically
-after every learned context so an interrupted run loses nothing.
+after every learned context so an interrupted run loses nothing. Contexts can be learned in
+parallel worker processes: each context's CSIs depend only on its own seeded sampler, so the
+cache is the same with any number of workers.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from camp_planner.core.objective import EpisodeResult, run_episode
 from camp_planner.core.relevance import relevant_from_csis
 from camp_planner.domains import get_domain
 from camp_planner.domains.base import Domain
+from camp_planner.learning.executor import make_executor
 from camp_planner.planners import make_planner, planner_names
 from camp_planner.progress import progress_bar
 
@@ -92,10 +95,13 @@ class CSIStore:
 
     def training_mdps(self) -> list[FactoredMDP]:
         if self._mdps is None:
-            tasks = self.domain.make_tasks(self.config, "train")
-            n = max(1, min(int(self.config["csi"]["tasks"]), len(tasks)))
-            self._mdps = [self.domain.make_mdp(t, self.config) for t in tasks[:n]]
+            self._mdps = self._make_training_mdps()
         return self._mdps
+
+    def _make_training_mdps(self) -> list[FactoredMDP]:
+        tasks = self.domain.make_tasks(self.config, "train")
+        n = max(1, min(int(self.config["csi"]["tasks"]), len(tasks)))
+        return [self.domain.make_mdp(t, self.config) for t in tasks[:n]]
 
     def cached(self, context: Context) -> CSIResult | None:
         return self._results.get(context.id)
@@ -108,6 +114,50 @@ class CSIStore:
             self._results[context.id] = result
             self._save()
         return result
+
+    def learn(
+        self,
+        contexts: Sequence[Context],
+        workers: int = 1,
+        done: Callable[[Context], None] | None = None,
+    ) -> None:
+        """Learn (and save, one by one) the CSIs of ``contexts`` the cache lacks, in up to
+        ``workers`` processes; ``done`` is called as each context's CSIs are saved."""
+        missing = list(dict.fromkeys(c for c in contexts if c.id not in self._results))
+        if workers <= 1 or len(missing) <= 1:
+            for context in missing:
+                self.get(context)
+                if done is not None:
+                    done(context)
+            return
+        global _FORKED_STORE
+        _FORKED_STORE = self  # what the forked workers learn with
+        try:
+            pool = make_executor(min(workers, len(missing)))
+            for record in pool.map_unordered(_learn_in_worker, missing):
+                result = CSIResult.from_json(record)
+                self._results[result.context.id] = result
+                self._save()
+                if done is not None:
+                    done(result.context)
+        finally:
+            _FORKED_STORE = None
+
+
+# The store a worker process inherits when ``CSIStore.learn`` forks it, and the training MDPs
+# that worker builds for itself (a fork would otherwise share the parent's simulator clients).
+_FORKED_STORE: CSIStore | None = None
+_WORKER_MDPS: list[FactoredMDP] | None = None
+
+
+def _learn_in_worker(context: Context) -> dict[str, Any]:
+    global _WORKER_MDPS
+    store = _FORKED_STORE
+    if store is None:
+        raise CampError("CSI worker started without a store (CSIStore.learn forks them)")
+    if _WORKER_MDPS is None:
+        _WORKER_MDPS = store._make_training_mdps()
+    return learn_csis(_WORKER_MDPS, context, store.csi).to_json()
 
 
 @dataclass
@@ -153,20 +203,21 @@ class Pipeline:
         return tasks[index]
 
     def learn_csis(
-        self, contexts: Iterable[Context] | None = None, label: str | None = "learning CSIs"
+        self,
+        contexts: Iterable[Context] | None = None,
+        label: str | None = "learning CSIs",
+        workers: int = 1,
     ) -> int:
         """Learn and cache the CSIs that ``contexts`` (default: the whole space) need and the
-        cache lacks, with a progress bar named ``label`` (``None``: silent). This is offline
-        work: call it before timing anything. Returns how many contexts were learned."""
+        cache lacks, in up to ``workers`` processes, with a progress bar named ``label``
+        (``None``: silent). This is offline work: call it before timing anything. Returns how
+        many contexts were learned."""
         wanted = self.space if contexts is None else dict.fromkeys(contexts)
         missing = [c for c in wanted if self.needs_csis(c) and self.store.cached(c) is None]
         if not missing:
             return 0
         bar = progress_bar(len(missing), label, leave=False) if label else None
-        for context in missing:
-            self.store.get(context)
-            if bar is not None:
-                bar.update(1)
+        self.store.learn(missing, workers, None if bar is None else lambda _c: bar.update(1))
         if bar is not None:
             bar.close()
         return len(missing)

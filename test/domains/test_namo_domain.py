@@ -119,6 +119,11 @@ def test_a_larger_grid_has_its_own_variables_region_graph_and_features(tmp_path:
     graph = D.region_graph(task)
     assert graph.start == 0 and graph.goals == frozenset({24})
     assert D.features(task).shape == (4, 50, 50)
+    # Beyond 7×7 the image grows with the world, keeping the 7×7 world's pixels per room.
+    config["world"]["grid"], config["contexts"]["required_values"] = 10, [0, 99]
+    big = D.make_tasks(config, "test")[0]
+    img = D.features(big)
+    assert img.shape == (4, 72, 72) and img[1].sum() > 0 and img[0].sum() > 0
     # The paper's world keeps its own (smaller) layout alongside.
     small = D.make_mdp(D.make_tasks(CFG, "test")[0], CFG)
     assert len(small.state_vars) == 3 + 8 * 5

@@ -124,3 +124,21 @@ def test_csi_samples_put_the_robot_where_it_stands_free(mdp: NamoMDP) -> None:
     for _ in range(150):
         state, _action = mdp.sample_state_action(rng)
         assert mdp._sync(state).is_free(state[0]), state[:3]
+
+
+def test_the_step_memo_stays_within_its_element_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    import camp_planner.domains.namo.mdp as namo_mdp
+
+    mdp = NamoMDP.from_task(TASK)
+    s0 = mdp.initial_state()
+    per_entry = 2 * len(s0)
+    monkeypatch.setattr(namo_mdp, "MEMO_ELEMENTS", 3 * per_entry)
+    successors = []
+    for k in range(8):
+        action = ("move", (s0[0][0] + 0.05 * (k + 1), s0[0][1], 0.0), NONE)
+        successors.append(mdp.step(s0, action))
+        assert len(mdp._memo) * per_entry <= 4 * per_entry  # the budget and the new entry
+    # Forgetting changes nothing but time: the same steps again give the same successors.
+    for k, nxt in enumerate(successors):
+        action = ("move", (s0[0][0] + 0.05 * (k + 1), s0[0][1], 0.0), NONE)
+        assert mdp.step(s0, action) == nxt

@@ -158,7 +158,7 @@ def sweep(
         if all(key in done for key in keys if key[0] == k):
             continue
         pipe = seed_pipeline(base, artifacts, k)
-        pipe.learn_csis(label="learning CSIs" if progress else None)
+        pipe.learn_csis(label="learning CSIs" if progress else None, workers=workers)
         # The same labels as `camp train`: the mean of selector.label_repeats scorings.
         repeats = SelectorConfig.from_mapping(pipe.config["selector"]).label_repeats
         matrices, _ = score_repeats(pipe, artifacts, planner, k, repeats, workers, progress)

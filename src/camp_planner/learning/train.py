@@ -120,7 +120,7 @@ def score_split(
     """Every (task, context) of ``split`` planned and executed, checkpointed (``repeat``:
     which independent scoring, see :class:`ScoreJob`)."""
     pipe.planner_settings(planner)  # fail fast on an unknown planner
-    pipe.learn_csis(label="learning CSIs" if progress else None)
+    pipe.learn_csis(label="learning CSIs" if progress else None, workers=workers)
     config_json = json.dumps(pipe.config, sort_keys=True, default=str)
     n_tasks = len(pipe.tasks(split))
     ids = [c.id for c in contexts]

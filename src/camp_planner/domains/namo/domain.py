@@ -23,7 +23,17 @@ from camp_planner.domains.namo.world import (
 )
 
 _SPLIT_OFFSET = {"train": 0, "test": 1_000_000}
-IMAGE = 50  # features: a 50 × 50 top-down image (18 cm per pixel)
+IMAGE = 50  # features: a 50 × 50 top-down image (18 cm per pixel in the paper's world)
+# Up to a 7×7 world every image is 50 × 50 (about 7 pixels per room); a larger world keeps
+# that many pixels per room, so that its walls and doorways stay apart in the features.
+IMAGE_GRID = 7
+
+
+def image_size(grid: int) -> int:
+    """The side in pixels of the feature image of a ``grid`` × ``grid`` world."""
+    return max(IMAGE, -(-IMAGE * grid // IMAGE_GRID))
+
+
 # World settings a configuration may change; the rest (slots per room, box size) fix the
 # variable layout every task shares.
 # ``grid`` (rooms per side) changes the variables too: each size has its own layout.
@@ -173,15 +183,17 @@ class NamoDomain(Domain):
         )
 
     def features(self, task: Any) -> np.ndarray:
-        """A 4 × 50 × 50 top-down image: walls, boxes, goal object, robot start."""
+        """A 4 × 50 × 50 top-down image: walls, boxes, goal object, robot start (larger than
+        50 × 50 beyond a 7×7 world: :func:`image_size`)."""
         assert isinstance(task, NamoTask)
-        img = np.zeros((4, IMAGE, IMAGE), dtype=np.float32)
-        scale = IMAGE / task.settings.world_size
+        side = image_size(task.settings.grid)
+        img = np.zeros((4, side, side), dtype=np.float32)
+        scale = side / task.settings.world_size
 
         def fill(channel: int, rect: tuple[float, float, float, float]) -> None:
             x0, y0, x1, y1 = rect
-            c0, c1 = max(int(x0 * scale), 0), min(int(np.ceil(x1 * scale)), IMAGE)
-            r0, r1 = max(int(y0 * scale), 0), min(int(np.ceil(y1 * scale)), IMAGE)
+            c0, c1 = max(int(x0 * scale), 0), min(int(np.ceil(x1 * scale)), side)
+            r0, r1 = max(int(y0 * scale), 0), min(int(np.ceil(y1 * scale)), side)
             img[channel, r0:r1, c0:c1] = 1.0
 
         for wall in task.walls():

@@ -25,7 +25,7 @@ Pose2D = tuple[float, float, float]  # x, y, yaw
 N_ROOMS = 9
 GOAL_ROOM = 8
 START_ROOM = 0
-MAX_GRID = 7  # 49 rooms, 240 box slots: beyond that the image features blur rooms together
+MAX_GRID = 10  # 100 rooms, 500 box slots: the largest scaling study (docs/results.md)
 
 
 @dataclass(frozen=True)
