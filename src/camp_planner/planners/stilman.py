@@ -43,7 +43,9 @@ class Stilman(InterfacePlanner):
     """
 
     name = "stilman"
-    version = "2"  # 2: placements searched (``placements``, ``max_backtracks``)
+    # 2: placements searched (``placements``, ``max_backtracks``). 3: relaxed grid searches
+    # on the free cells only (the same paths, in less time).
+    version = "3"
 
     def __init__(
         self,

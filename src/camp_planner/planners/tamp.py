@@ -297,6 +297,8 @@ class TAMP(InterfacePlanner):
     """
 
     name = "tamp"
+    # 2: relaxed grid searches run on the free cells only (the same paths, in less time).
+    version = "2"
 
     def __init__(
         self,

@@ -21,7 +21,6 @@ one is refined, so a finished plan has been verified by execution.
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 import time
@@ -569,19 +568,23 @@ class NamoTampInterface:
             _block(near_box, rect, reach, cell)
         s, t = self._cell(start, cell, n), self._cell(goal, cell, n)
         _open_around(blocked, s, t)
-        # Entering a cell costs the cell's cost; walls cost infinity (no edge into them).
-        cost = np.where(under_box, BOX_CELL_COST, np.where(near_box, NEAR_BOX_CELL_COST, 1.0))
-        cost[blocked] = np.inf
-        src, dst = s[0] * n + s[1], t[0] * n + t[1]
-        indices, indptr = _grid_graph(n)
-        graph = csr_matrix((cost.ravel()[indices], indices, indptr), shape=(n * n, n * n))
+        # The search runs on the free cells only: a context's forbidden rooms are blocked,
+        # so a CAMP's graph is the size of its allowed rooms, not of the whole world.
+        ids, indices, indptr = _free_grid_graph(~blocked)
+        # Entering a cell costs the cell's cost.
+        cost = np.ones(len(ids))
+        cost[near_box.ravel()[ids]] = NEAR_BOX_CELL_COST
+        cost[under_box.ravel()[ids]] = BOX_CELL_COST
+        src = int(np.searchsorted(ids, s[0] * n + s[1]))
+        dst = int(np.searchsorted(ids, t[0] * n + t[1]))
+        graph = csr_matrix((cost[indices], indices, indptr), shape=(len(ids), len(ids)))
         dist, parent = dijkstra(graph, indices=src, return_predecessors=True)
         if math.isinf(dist[dst]):
             return None
-        cells = [dst]
-        while cells[-1] != src:
-            cells.append(int(parent[cells[-1]]))
-        cells.reverse()
+        nodes = [dst]
+        while nodes[-1] != src:
+            nodes.append(int(parent[nodes[-1]]))
+        cells = [int(ids[k]) for k in reversed(nodes)]
         points = [((i % n + 0.5) * cell, (i // n + 0.5) * cell) for i in cells[1:-1]]
         poses: list[Pose2D] = [start]
         for k, (x, y) in enumerate(points):
@@ -1050,21 +1053,27 @@ class NamoTampInterface:
         return None
 
 
-@functools.cache
-def _grid_graph(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The 4-connected ``n`` x ``n`` grid (cells numbered row by row) as the ``indices`` and
-    ``indptr`` of a CSR adjacency matrix; a query fills in the edge weights."""
-    cells = np.arange(n * n).reshape(n, n)
-    rows, cols = [], []
-    for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-        r0, r1 = max(0, -dr), n - max(0, dr)
-        c0, c1 = max(0, -dc), n - max(0, dc)
-        rows.append(cells[r0:r1, c0:c1].ravel())
-        cols.append(cells[r0 + dr : r1 + dr, c0 + dc : c1 + dc].ravel())
-    src, dst = np.concatenate(rows), np.concatenate(cols)
-    order = np.lexsort((dst, src))
-    indptr = np.searchsorted(src[order], np.arange(n * n + 1))
-    return dst[order], indptr
+def _free_grid_graph(free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The 4-connected graph of the cells ``free`` marks: the flat (row-major) index of each
+    node, nodes numbered in that order, and the ``indices`` and ``indptr`` of a CSR
+    adjacency matrix, each node's neighbours in ascending order (as in the whole grid's
+    graph, so that Dijkstra breaks ties the same way). Built in time linear in the free
+    cells, apart from one lookup array over the grid."""
+    n_rows, n_cols = free.shape
+    ids = np.flatnonzero(free)
+    node = np.full(free.size, -1, dtype=np.int64)
+    node[ids] = np.arange(len(ids))
+    rows, cols = np.divmod(ids, n_cols)
+    # Up, left, right, down: ascending flat indices, hence ascending node numbers.
+    neighbours = np.empty((len(ids), 4), dtype=np.int64)
+    for k, (inside, step) in enumerate(
+        ((rows > 0, -n_cols), (cols > 0, -1), (cols < n_cols - 1, 1), (rows < n_rows - 1, n_cols))
+    ):
+        neighbours[:, k] = np.where(inside, node[np.where(inside, ids + step, 0)], -1)
+    edge = neighbours >= 0
+    indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(edge.sum(axis=1), out=indptr[1:])
+    return ids, neighbours[edge], indptr
 
 
 def _open_around(grid: np.ndarray, *cells: tuple[int, int]) -> None:

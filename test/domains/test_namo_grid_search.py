@@ -1,0 +1,70 @@
+"""The relaxed planner's grid search on the free cells alone finds what the whole grid's
+search found (same distances, same paths, ties broken alike), so that a CAMP's smaller
+world costs it less without changing a plan."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
+
+from camp_planner.domains.namo.tamp import _free_grid_graph
+
+
+def _whole_grid_search(free: np.ndarray, cost: np.ndarray, src: int) -> tuple[np.ndarray, ...]:
+    """The search as it was: every cell a node, an edge into a blocked cell costs infinity."""
+    n_rows, n_cols = free.shape
+    rows, cols, weights = [], [], []
+    for r in range(n_rows):
+        for c in range(n_cols):
+            for dr, dc in ((-1, 0), (0, -1), (0, 1), (1, 0)):
+                rr, cc = r + dr, c + dc
+                if 0 <= rr < n_rows and 0 <= cc < n_cols:
+                    rows.append(r * n_cols + c)
+                    cols.append(rr * n_cols + cc)
+                    weights.append(cost[rr, cc] if free[rr, cc] else np.inf)
+    graph = csr_matrix((weights, (rows, cols)), shape=(free.size, free.size))
+    graph.sort_indices()
+    dist, parent = dijkstra(graph, indices=src, return_predecessors=True)
+    return dist, parent
+
+
+def _path(parent: np.ndarray, src: int, dst: int) -> list[int]:
+    out = [dst]
+    while out[-1] != src:
+        out.append(int(parent[out[-1]]))
+    return out[::-1]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_free_cell_search_matches_the_whole_grid_search(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    shape = (23, 31)
+    free = rng.random(shape) < 0.75
+    # The planner's costs: free ground, near a box, under a box (many ties, as in use).
+    cost = rng.choice([1.0, 3.0, 50.0], size=shape, p=[0.8, 0.15, 0.05])
+    ids, indices, indptr = _free_grid_graph(free)
+    assert np.array_equal(ids, np.flatnonzero(free))
+    assert np.all(np.diff(indptr) <= 4)
+    graph = csr_matrix((cost.ravel()[ids][indices], indices, indptr), shape=(len(ids),) * 2)
+    for src_node in rng.choice(len(ids), size=5, replace=False):
+        src = int(ids[src_node])
+        dist, parent = dijkstra(graph, indices=int(src_node), return_predecessors=True)
+        ref_dist, ref_parent = _whole_grid_search(free, cost, src)
+        assert np.array_equal(dist, ref_dist[ids])
+        for dst_node in rng.choice(len(ids), size=8, replace=False):
+            dst = int(ids[dst_node])
+            if np.isinf(dist[dst_node]):
+                continue
+            path = [int(ids[k]) for k in _path(parent, int(src_node), int(dst_node))]
+            assert path == _path(ref_parent, src, dst)
+
+
+def test_the_free_cell_graph_joins_exactly_the_free_neighbours() -> None:
+    free = np.array([[True, True, False], [False, True, True], [True, False, True]])
+    ids, indices, indptr = _free_grid_graph(free)
+    # Cells 0 1 . / . 4 5 / 6 . 8 become nodes 0 1 - / - 2 3 / 4 - 5.
+    assert ids.tolist() == [0, 1, 4, 5, 6, 8]
+    neighbours = [indices[indptr[k] : indptr[k + 1]].tolist() for k in range(len(ids))]
+    assert neighbours == [[1], [0, 2], [1, 3], [2, 5], [], [3]]
