@@ -21,6 +21,7 @@ one is refined, so a finished plan has been verified by execution.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import time
@@ -56,6 +57,9 @@ START_SLACK = 0.1  # metres from a motion's start within which poses need not ke
 # name that box as an obstruction the real motion never meets.
 HOLD_HEADING = 0.3  # metres
 GRID_CELL = 0.05  # metres, for the quick reachability test before motion planning
+# Relaxed grid searches run on the cells within this distance of a statically free cell
+# (wide enough that the cells opened around a motion's ends almost always lie inside).
+REGION_SLACK = 0.3
 _DOOR_OFFSETS = (0.0, 0.04, -0.04, 0.08, -0.08, 0.12, -0.12)  # metres along a doorway
 DOOR_KEEP_OUT = 0.75  # metres around a doorway's centre where nothing may be put down
 # A grid cell under a box costs this many free cells: a box (about 15 cells across, with the
@@ -119,6 +123,7 @@ class NamoTampInterface:
         self.keep_out: list[Pose2D] = []
         self.order: list[str] = []
         self._static_blocked: np.ndarray | None = None
+        self._region: tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         self._zoned = False
         self._forbidden = [
             self.task.room_rect(r)
@@ -513,6 +518,24 @@ class NamoTampInterface:
             self._static_blocked = static
         return cell, n, radius, self._static_blocked
 
+    def _search_graph(self, *ends: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The grid graph a relaxed search runs on (as :func:`_free_grid_graph` returns it):
+        the cells within ``REGION_SLACK`` of a cell walls, forbidden rooms and the goal
+        object leave free (built once), or the whole grid when the cells opened around one of
+        ``ends`` reach beyond those. Every other cell is blocked in every search, so
+        leaving it out changes no path."""
+        cell, n, _, static = self._grid_setup()
+        if self._region is None:
+            grow = math.ceil(REGION_SLACK / cell)
+            region = ndimage.binary_dilation(~static, iterations=grow)
+            self._region = region, _free_grid_graph(region)
+        region, graph = self._region
+        k = math.ceil(START_SLACK / cell)
+        for r, c in ends:
+            if not region[max(r - k, 0) : r + k + 1, max(c - k, 0) : c + k + 1].all():
+                return _whole_grid_graph(n)
+        return graph
+
     def _cell(self, p: Pose2D, cell: float, n: int) -> tuple[int, int]:
         return (min(max(int(p[1] / cell), 0), n - 1), min(max(int(p[0] / cell), 0), n - 1))
 
@@ -568,13 +591,14 @@ class NamoTampInterface:
             _block(near_box, rect, reach, cell)
         s, t = self._cell(start, cell, n), self._cell(goal, cell, n)
         _open_around(blocked, s, t)
-        # The search runs on the free cells only: a context's forbidden rooms are blocked,
-        # so a CAMP's graph is the size of its allowed rooms, not of the whole world.
-        ids, indices, indptr = _free_grid_graph(~blocked)
-        # Entering a cell costs the cell's cost.
+        # The search runs on the region's cells only: a context's forbidden rooms lie
+        # outside it, so a CAMP's graph is the size of its allowed rooms, not the world's.
+        ids, indices, indptr = self._search_graph(s, t)
+        # Entering a cell costs the cell's cost; blocked cells cost infinity (no way in).
         cost = np.ones(len(ids))
         cost[near_box.ravel()[ids]] = NEAR_BOX_CELL_COST
         cost[under_box.ravel()[ids]] = BOX_CELL_COST
+        cost[blocked.ravel()[ids]] = np.inf
         src = int(np.searchsorted(ids, s[0] * n + s[1]))
         dst = int(np.searchsorted(ids, t[0] * n + t[1]))
         graph = csr_matrix((cost[indices], indices, indptr), shape=(len(ids), len(ids)))
@@ -1051,6 +1075,11 @@ class NamoTampInterface:
                 self.moved.add(box)
                 return Refinement(True, actions, states)
         return None
+
+
+@functools.cache
+def _whole_grid_graph(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _free_grid_graph(np.ones((n, n), dtype=bool))
 
 
 def _free_grid_graph(free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
