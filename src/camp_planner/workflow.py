@@ -1,6 +1,7 @@
 """The end-to-end CAMP pipeline for one domain: context space, cached CSIs, CAMPs, episodes.
 
-This is what the CLI (and later the ROS nodes) call; it holds no global state. CSIs are
+This is what the CLI (and later the ROS nodes) call; it holds no global state (apart from
+the store a forked CSI worker inherits, set only while ``CSIStore.learn`` runs). CSIs are
 cached in one JSON file per (domain, version, CSI and context settings), written atomically
 after every learned context so an interrupted run loses nothing. Contexts can be learned in
 parallel worker processes: each context's CSIs depend only on its own seeded sampler, so the
