@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from camp_planner.domains.namo.world import generate_task
-from camp_planner.motion.ompl_se2 import plan_base_path
+from camp_planner.motion.ompl_se2 import edge_resolution, plan_base_path
 from camp_planner.sim.namo_scene import NamoScene, direct_client
 
 TASK = generate_task(0, 1000)
@@ -45,7 +45,7 @@ def test_an_edge_that_jumps_a_thin_wall_is_replanned_finer_not_reported_as_no_pa
 
 
 _SCRIPT = """
-from camp_planner.motion.ompl_se2 import plan_base_path
+from camp_planner.motion.ompl_se2 import edge_resolution, plan_base_path
 free = lambda x, y, t: not (4.0 < x < 5.0 and y < 7.0) and 0.3 < x < 8.7 and 0.3 < y < 8.7
 for _ in range(2):
     print(plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), (0, 0, 9, 9), free, seed=3).path)
@@ -170,3 +170,24 @@ def test_path_simplification_stops_at_the_budget(monkeypatch: pytest.MonkeyPatch
     assert result.path is not None and all(_wall_free(*p) for p in result.path)
     assert calls["solve"] > 0 and calls["after"] == len(result.path)
     assert calls["simplify"] == 1  # the one check begun before the clock passed the budget
+
+
+@pytest.mark.parametrize(
+    "bounds", [(0.0, 0.0, 9.0, 9.0), (2.6, 2.6, 6.4, 6.4), (0.0, 0.0, 30.0, 30.0)]
+)
+def test_edge_step_in_metres_is_the_same_whatever_the_bounds(
+    bounds: tuple[float, float, float, float],
+) -> None:
+    # OMPL's SE(2) extent: the bounds' diagonal plus half a metre per radian of the half turn.
+    extent = math.hypot(bounds[2] - bounds[0], bounds[3] - bounds[1]) + math.pi / 2
+    assert edge_resolution(bounds, 0.004, None) == 0.004
+    assert edge_resolution(bounds, 0.004, 0.05) * extent == pytest.approx(0.05)
+
+
+def test_a_path_planned_with_an_edge_step_in_metres_is_valid_and_a_bad_step_is_refused() -> None:
+    result = plan_base_path(
+        (1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, _wall_free, seed=1, segment_m=0.05
+    )
+    assert result.path is not None and all(_wall_free(*p) for p in result.path)
+    with pytest.raises(ValueError, match="segment_m"):
+        plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, _wall_free, segment_m=0.0)

@@ -873,6 +873,7 @@ def test_an_attempt_going_round_in_a_loop_starts_over_with_fresh_samples() -> No
     [
         ({"restart_s": 0.0}, "restart_s"),
         ({"restart_s": 1.0, "restart_growth": 0.5}, "growth"),
+        ({"edge_step_m": 0.0}, "edge_step_m"),
     ],
 )
 def test_bad_restart_settings_are_refused(settings: dict[str, float], message: str) -> None:
@@ -959,3 +960,18 @@ def test_stilman_without_placement_search_gives_up_on_the_trap(settings: dict[st
 def test_bad_placement_search_settings_are_refused(settings: dict[str, int], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Stilman(**settings)
+
+
+def test_edge_step_reaches_every_query_and_the_plan_replays_collision_free() -> None:
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    planner = TAMP(seed=0, motion_timeout_s=5.0, guide="rooms", edge_step_m=0.05)
+    assert planner.settings["edge_step_m"] == 0.05
+    mdp = NamoMDP.from_task(CHAIN)
+    iface = NamoTampInterface(mdp, mdp.initial_state(), None, seed=0, settings=planner.settings)
+    assert iface.edge_step_m == 0.05
+    iface.close()
+    result = run_episode(mdp, planner, lam=0.0, timeout_s=60, rng=random.Random(0))
+    assert result.success, result.outcome
+    _replay_is_collision_free(CHAIN, result.actions, set())
+    mdp.close()

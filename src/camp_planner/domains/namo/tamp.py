@@ -50,7 +50,10 @@ CARRY_SPOTS = 8
 # Motion plans keep this clearance, so that executing them (checked more finely, without
 # clearance) never grazes what the planner's coarser checks passed.
 PLAN_MARGIN = 0.03
-EDGE_RESOLUTION = 0.004  # OMPL's edge checks: 0.4 % of the SE(2) extent, about 5 cm
+# OMPL's edge checks: 0.4 % of the query's SE(2) extent, which is 5.7 cm across the paper's
+# 9 m world but 2.8 cm within one room and 17.6 cm across a 10×10 world (the planners'
+# ``edge_step_m`` sets metres instead).
+EDGE_RESOLUTION = 0.004
 START_SLACK = 0.1  # metres from a motion's start within which poses need not keep the margin
 # The base is holonomic: near a path's ends the relaxed path keeps the end's heading (it
 # slides out of a tight spot) rather than turning in place into a box beside it, which would
@@ -104,6 +107,8 @@ class NamoTampInterface:
         self.detour_timeout = float(settings.get("detour_timeout_s", 0.5))
         self.relaxed_mode = str(settings.get("relaxed", "grid"))  # validated by the planner
         self.guide = str(settings.get("guide", "doors"))  # validated by the planner
+        step = settings.get("edge_step_m")  # validated by the planner
+        self.edge_step_m = None if step is None else float(step)
         self.guided_queries = 0  # base motions planned doorway to doorway
         self.guide_fallbacks = 0  # ... of which a piece failed and the whole was planned
         self.room_queries = 0  # motions within one room planned in its bounds (guide: rooms)
@@ -356,6 +361,7 @@ class NamoTampInterface:
                 seed=self.rng.randrange(2**31),
                 planner=self.motion_planner,
                 resolution=EDGE_RESOLUTION,
+                segment_m=self.edge_step_m,
             )
         self.checks += scene.checks - before
         self._timed("motion_planning", t0)
@@ -422,6 +428,7 @@ class NamoTampInterface:
                 seed=self.rng.randrange(2**31),
                 planner=self.motion_planner,
                 resolution=EDGE_RESOLUTION,
+                segment_m=self.edge_step_m,
             )
             checks += piece.checks
             if piece.path is None or piece.vertices is None:
@@ -474,6 +481,7 @@ class NamoTampInterface:
             seed=self.rng.randrange(2**31),
             planner=self.motion_planner,
             resolution=EDGE_RESOLUTION,
+            segment_m=self.edge_step_m,
         )
 
     def _door_pose(
