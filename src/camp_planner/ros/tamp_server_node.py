@@ -93,7 +93,9 @@ class TampServerNode(Node):
             handle.abort()
         frame = goal.scene.header.frame_id or "map"
         first_line = result.message.splitlines()[0] if result.message else ""
-        self.get_logger().info(f"goal done: {result.code.name} {first_line}")
+        # ErrorCode.NONE is success; "NONE reached the goal" read as a failure in the log.
+        status = "OK" if result.code == ErrorCode.NONE else result.code.name
+        self.get_logger().info(f"goal done: {status} {first_line}")
         return self._result(result, frame)
 
     def _result(self, result: PlanResult, frame: str) -> PlanTask.Result:
