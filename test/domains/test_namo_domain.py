@@ -149,3 +149,12 @@ def test_the_shipped_grid_configurations_load_and_name_their_goal_room(grid: int
     task = D.make_tasks(config, "test")[0]
     assert task.settings.grid == grid and task.room_of(*task.goal) == grid * grid - 1
     assert config["csi"]["k1"] >= 75
+
+
+@pytest.mark.parametrize("planner", ["tamp", "stilman"])
+def test_default_planner_settings_are_accepted_and_check_edges_in_metres(planner: str) -> None:
+    from camp_planner.planners.registry import make_planner
+
+    settings = CFG["planners"][planner]
+    assert settings["guide"] == "rooms" and settings["edge_step_m"] == pytest.approx(0.05)
+    make_planner(planner, seed=0, **settings)  # raises on a setting it does not know

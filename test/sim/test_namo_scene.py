@@ -200,3 +200,16 @@ def test_connected_clients_counts_the_servers_not_yet_disconnected() -> None:
     with direct_client(), direct_client():
         assert connected_clients() == before + 2
     assert connected_clients() == before
+
+
+def test_a_namo_mdp_parses_the_robot_before_any_planning_clock_starts() -> None:
+    from camp_planner.domains.namo.domain import NamoDomain
+    from camp_planner.sim.namo_scene import warm_up
+
+    domain = NamoDomain()
+    before = connected_clients()
+    warm_up.cache_clear()
+    domain.make_mdp(TASK, domain.default_config())
+    # Loaded once for the process, in a server that is gone again.
+    assert warm_up.cache_info().currsize == 1
+    assert connected_clients() == before

@@ -490,7 +490,11 @@ class NamoMDP(FactoredMDP):
 
 
 def _load_planning_modules() -> None:
-    """Import the TAMP interface (and with it OMPL and scipy, about half a second here) with
-    the MDP, so that the first planning call of a process does not pay for it in its
-    measured time. Not at module level: the interface imports this module."""
+    """Import the TAMP interface (and with it OMPL and scipy, about half a second here) and
+    parse the robot's URDF with the MDP, so that the first planning call of a process does
+    not pay for them in its measured time. Not at module level: the interface imports this
+    module."""
     import camp_planner.domains.namo.tamp  # noqa: F401
+    from camp_planner.sim.namo_scene import warm_up
+
+    warm_up()
