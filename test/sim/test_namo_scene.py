@@ -1,7 +1,17 @@
+import random
+
+import pybullet as pb
 import pytest
 
 from camp_planner.domains.namo.world import generate_task
-from camp_planner.sim.namo_scene import NamoScene, connected_clients, direct_client
+from camp_planner.sim.namo_scene import (
+    POOL_SIZE,
+    NamoScene,
+    connected_clients,
+    direct_client,
+    idle_servers,
+    warm_up,
+)
 
 pytestmark = pytest.mark.pybullet
 TASK = generate_task(0, 1000)
@@ -202,14 +212,54 @@ def test_connected_clients_counts_the_servers_not_yet_disconnected() -> None:
     assert connected_clients() == before
 
 
-def test_a_namo_mdp_parses_the_robot_before_any_planning_clock_starts() -> None:
+def test_a_namo_mdp_loads_the_robot_before_any_planning_clock_starts() -> None:
     from camp_planner.domains.namo.domain import NamoDomain
-    from camp_planner.sim.namo_scene import warm_up
 
     domain = NamoDomain()
-    before = connected_clients()
     warm_up.cache_clear()
-    domain.make_mdp(TASK, domain.default_config())
-    # Loaded once for the process, in a server that is gone again.
-    assert warm_up.cache_info().currsize == 1
-    assert connected_clients() == before
+    before = connected_clients() - idle_servers()
+    mdp = domain.make_mdp(TASK, domain.default_config())
+    # One server with the arm loaded waits in the pool, and the scene takes it.
+    assert warm_up.cache_info().currsize == 1 and idle_servers() >= 1
+    idle = idle_servers()
+    mdp.scene()
+    assert idle_servers() == idle - 1
+    mdp.close()
+    assert idle_servers() == idle
+    assert connected_clients() - idle_servers() == before
+
+
+def test_a_pooled_scene_checks_as_a_fresh_one_after_other_tasks_used_its_server() -> None:
+    rng = random.Random(3)
+    other = generate_task(1, 2000)
+    for task in (other, TASK):  # the second scene reuses the first one's server
+        scene = NamoScene.open(task)
+        scene.grasp(task.boxes[0].name)  # a held box and zones must not outlive the scene
+        scene.set_zones([(0.0, 0.0, 1.0, 1.0)])
+        scene.close()
+    pooled = NamoScene.open(TASK)
+    poses = [(rng.uniform(0, 9), rng.uniform(0, 9), rng.uniform(-3.1, 3.1)) for _ in range(400)]
+    with direct_client() as client:
+        fresh = NamoScene(TASK, client)
+        assert set(pooled.boxes) == set(fresh.boxes)
+        # Nothing of the earlier tasks is left (unnamed leftovers would only slow checks).
+        assert pb.getNumBodies(physicsClientId=pooled.client) == pb.getNumBodies(
+            physicsClientId=client
+        )
+        assert pooled.held is None and pooled.robot_parts() == [pooled.base, pooled.arm]
+        for pose in poses:
+            for margin in (0.0, 0.05):
+                assert pooled.collisions_at(pose, margin) == fresh.collisions_at(pose, margin)
+        assert pooled.arm_solution(1.0, 1.2, 0.3) == fresh.arm_solution(1.0, 1.2, 0.3)
+    pooled.close()
+    with pytest.raises(RuntimeError, match="pool"):
+        pooled.close()
+
+
+def test_the_pool_keeps_at_most_its_size_of_idle_servers() -> None:
+    scenes = [NamoScene.open(TASK) for _ in range(POOL_SIZE + 2)]
+    alive = connected_clients()
+    for scene in scenes:
+        scene.close()
+    assert idle_servers() == POOL_SIZE
+    assert connected_clients() <= alive  # the servers beyond the pool's size are gone

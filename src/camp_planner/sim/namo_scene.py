@@ -9,11 +9,17 @@ obstacle unchecked. A held box is carried rigidly under the gripper and checked 
 Collision checking is AABB-pruned: each robot part's bounding box asks PyBullet's broadphase
 for overlapping bodies, and only those get an exact ``getClosestPoints`` query. Every call
 passes the physics client id explicitly; a scene never touches a global client.
+
+Loading the arm's URDF is most of a scene's cost (42 ms of 60 ms in the paper's world), so
+:meth:`NamoScene.open` takes a server from a small per-process pool that keeps the arm loaded,
+and :meth:`NamoScene.close` removes the task's bodies and hands the server back.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -52,22 +58,67 @@ def direct_client() -> Iterator[int]:
 
 
 ARM_URDF = "franka_panda/panda.urdf"
+# Idle servers the pool keeps: one per scene a process holds at a time is enough (a planning
+# call holds one; the ROS TAMP server may run two goals at once).
+POOL_SIZE = 2
+_pool: list[tuple[int, int]] = []  # (client, arm body) of idle servers
+# Reentrant: a scene's MDP may be garbage-collected, and hand its server back, while this
+# thread is inside the pool.
+_pool_lock = threading.RLock()
+
+
+def _after_fork_in_child() -> None:
+    # A DIRECT server lives in the process's memory, so a forked worker owns copies of the
+    # idle ones; only the lock may have been held by a thread that did not come along.
+    global _pool_lock
+    _pool_lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _new_server() -> tuple[int, int]:
+    client = pb.connect(pb.DIRECT)
+    pb.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=client)
+    return client, int(pb.loadURDF(ARM_URDF, useFixedBase=True, physicsClientId=client))
+
+
+def _take_server() -> tuple[int, int]:
+    with _pool_lock:
+        if _pool:
+            return _pool.pop()
+    return _new_server()
+
+
+def _give_back(client: int, arm: int) -> None:
+    with _pool_lock:
+        if len(_pool) < POOL_SIZE:
+            _pool.append((client, arm))
+            return
+    pb.disconnect(physicsClientId=client)
+
+
+def idle_servers() -> int:
+    """How many servers the pool holds, ready for :meth:`NamoScene.open`."""
+    with _pool_lock:
+        return len(_pool)
 
 
 @cache
 def warm_up() -> None:
-    """Load the arm's URDF once in a throwaway server. PyBullet keeps what it parsed for the
-    life of the process: the first scene of a process took 0.20 s to build and the next ones
-    0.06 s, and that first build would otherwise land inside a planning call's clock."""
-    with direct_client() as client:
-        pb.loadURDF(ARM_URDF, useFixedBase=True, physicsClientId=client)
+    """Put one server with the arm loaded into the pool. The first scene of a process took
+    0.20 s to build (PyBullet parses the URDF's meshes once per process) and the next ones
+    0.06 s, 0.04 s of it the arm: without this, that cost would land inside a planning call's
+    clock."""
+    _give_back(*_new_server())
 
 
 def connected_clients(max_id: int = 256) -> int:
     """How many PyBullet physics servers this process has connected and not yet
     disconnected (ids are small integers handed out in order; ``max_id`` bounds the scan).
-    Every :func:`direct_client` is disconnected on exit, so a long run should hold none
-    between planning calls."""
+    Every :func:`direct_client` is disconnected on exit and every closed scene's server
+    is pooled or disconnected, so a long run holds no more than the pool's
+    :func:`idle_servers` between planning calls."""
     return sum(1 for i in range(max_id) if pb.isConnected(physicsClientId=i))
 
 
@@ -76,11 +127,20 @@ class NamoScene:
 
     ``boxes`` names the movable boxes to create (default: all of the task's). A CAMP's
     collision world is built from the boxes it keeps, so dropped boxes cost nothing.
+    ``arm``: the arm, already loaded in ``client`` (as the pool's servers have it); by
+    default it is loaded here.
     """
 
-    def __init__(self, task: NamoTask, client: int, boxes: Iterable[str] | None = None) -> None:
+    def __init__(
+        self,
+        task: NamoTask,
+        client: int,
+        boxes: Iterable[str] | None = None,
+        arm: int | None = None,
+    ) -> None:
         self.task = task
         self.client = client
+        self._pooled = False
         st = task.settings
         c = client
         self.checks = 0
@@ -110,9 +170,11 @@ class NamoScene:
         self.goal = pb.createMultiBody(0.0, goal_shape, -1, (*task.goal, 0.1), physicsClientId=c)
         hb = st.base_half_extent
         self.base = self._static_box((hb, hb, st.base_height / 2), (0, 0, 0), (0.3, 0.3, 0.3, 1))
-        self.arm = pb.loadURDF(
-            ARM_URDF, (0, 0, st.base_height), useFixedBase=True, physicsClientId=c
-        )
+        if arm is None:
+            arm = pb.loadURDF(
+                ARM_URDF, (0, 0, st.base_height), useFixedBase=True, physicsClientId=c
+            )
+        self.arm = int(arm)
         for j, q in enumerate(TUCKED):
             pb.resetJointState(self.arm, j, q, physicsClientId=c)
         self.held: str | None = None
@@ -135,6 +197,32 @@ class NamoScene:
         self.pose: Pose2D = task.start
         self.set_base(task.start)
         self._measure_robot()
+
+    @classmethod
+    def open(cls, task: NamoTask, boxes: Iterable[str] | None = None) -> NamoScene:
+        """The scene in a server of the process's pool (a new one if none is idle); give it
+        back with :meth:`close`."""
+        client, arm = _take_server()
+        try:
+            scene = cls(task, client, boxes, arm=arm)
+        except BaseException:
+            pb.disconnect(physicsClientId=client)
+            raise
+        scene._pooled = True
+        return scene
+
+    def close(self) -> None:
+        """Remove everything but the arm and hand the server back to the pool (a scene from
+        :meth:`open` only; the scene is unusable afterwards)."""
+        if not self._pooled:
+            raise RuntimeError("only a scene from NamoScene.open goes back to the pool")
+        self._pooled = False
+        c = self.client
+        for body in {*self.walls, *self.boxes.values(), *self._zones, self.goal, self.base}:
+            pb.removeBody(body, physicsClientId=c)
+        for j, q in enumerate(TUCKED):
+            pb.resetJointState(self.arm, j, q, physicsClientId=c)
+        _give_back(c, self.arm)
 
     def _static_box(
         self,

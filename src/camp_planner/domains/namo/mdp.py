@@ -103,11 +103,11 @@ def in_reach(pose: Pose2D, x: float, y: float) -> bool:
 
 @dataclass
 class NamoMDP(FactoredMDP):
-    """One NAMO task as a factored MDP, simulated in a private PyBullet server."""
+    """One NAMO task as a factored MDP, simulated in a PyBullet server of the process's pool
+    (one server per MDP while it is open)."""
 
     task: NamoTask | None = None
     _scene: Any = field(default=None, repr=False, compare=False)
-    _client_cm: Any = field(default=None, repr=False, compare=False)
     _synced: tuple[Hashable, ...] | None = field(default=None, repr=False, compare=False)
     _memo: dict[tuple[State, Action], State] = field(
         default_factory=dict, repr=False, compare=False
@@ -141,7 +141,7 @@ class NamoMDP(FactoredMDP):
     # its own on first use.
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_scene=None, _client_cm=None, _synced=None, _memo={})
+        state.update(_scene=None, _synced=None, _memo={})
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -149,10 +149,10 @@ class NamoMDP(FactoredMDP):
         _load_planning_modules()
 
     def close(self) -> None:
-        """Shut the simulator down (it reopens on demand)."""
-        if self._client_cm is not None:
-            self._client_cm.__exit__(None, None, None)
-        self._scene = self._client_cm = self._synced = None
+        """Give the simulator back to the process's pool (it reopens on demand)."""
+        if self._scene is not None:
+            self._scene.close()
+        self._scene = self._synced = None
 
     def __del__(self) -> None:
         # At interpreter shutdown the server may already be gone with the process.
@@ -163,11 +163,9 @@ class NamoMDP(FactoredMDP):
     def scene(self) -> Any:
         """The PyBullet scene of the task with every box (opened lazily)."""
         if self._scene is None:
-            from camp_planner.sim.namo_scene import NamoScene, direct_client
+            from camp_planner.sim.namo_scene import NamoScene
 
-            self._client_cm = direct_client()
-            client = self._client_cm.__enter__()
-            self._scene = NamoScene(self._task, client)
+            self._scene = NamoScene.open(self._task)
             self._synced = None
         return self._scene
 
