@@ -91,7 +91,8 @@ def test_both_queries_agree_with_brute_force_everywhere() -> None:
     """collisions, collisions_at (broadphase box, disc test for static bodies, robot moved
     only when something is near) and blocked_at (also a floor-plan shortcut for sure hits)
     report exactly what checking every body does, at random poses, with margins, ignored
-    boxes, zones and a held box, whatever order queries come in."""
+    boxes, zones and a held box, with boxes moved, turned and taken away between queries,
+    whatever order queries come in."""
     import random
 
     rng = random.Random(7)
@@ -108,6 +109,18 @@ def test_both_queries_agree_with_brute_force_everywhere() -> None:
                 for scene in (lazy, ref):
                     scene.set_base((box.x - 0.5, box.y, 0.0))
                     scene.grasp(box.name)
+            if k % 50 == 25:  # boxes moved, taken away, turned, and tried elsewhere
+                name = rng.choice([b.name for b in TASK.boxes[1:]])
+                spot = (rng.uniform(0.5, size - 0.5), rng.uniform(0.5, size - 0.5))
+                yaw = rng.choice((0.0, 0.0, 0.4))
+                trial = (rng.uniform(1, 8), rng.uniform(1, 8))
+                for scene in (lazy, ref):
+                    if k % 200 == 125:
+                        scene.box_collisions(name, *trial)
+                    elif k % 150 == 25:
+                        scene.remove_box(name)
+                    else:
+                        scene.place_box(name, *spot, yaw)
             pose = (rng.uniform(0, size), rng.uniform(0, size), rng.uniform(-3.2, 3.2))
             margin = rng.choice((0.0, 0.05))
             skip = ignore if k % 3 == 0 else frozenset()
