@@ -509,14 +509,17 @@ class NamoScene:
         found = pb.getOverlappingObjects(
             (x - r, y - r, -1.0), (x + r, y + r, self._top + margin), physicsClientId=self.client
         )
-        own = set(self.robot_parts())
+        # The base and the arm have no name; the held box has one but is the robot's. Every
+        # named body has one link, so each comes once (the arm's links come once each).
+        held = -1 if self.held is None else self.boxes[self.held]
+        names, static, r2 = self._names, self._static_rects, r * r
         near: list[tuple[int, str]] = []
-        for body in {int(b) for b, _ in found or ()} - own:
-            name = self._names.get(body)
-            if name is None or name in ignore:
+        for body, _ in found or ():
+            name = names.get(body)
+            if name is None or body == held or name in ignore:
                 continue
-            rect = self._static_rects.get(body)
-            if rect is not None and _rect_dist2(rect, x, y) > r * r:
+            rect = static.get(body)
+            if rect is not None and _rect_dist2(rect, x, y) > r2:
                 continue
             near.append((body, name))
         return near
@@ -576,6 +579,8 @@ class NamoScene:
 
 def _rect_dist2(rect: tuple[float, float, float, float], x: float, y: float) -> float:
     """Squared distance from (x, y) to the floor rectangle (x0, y0, x1, y1); 0 inside."""
-    dx = max(rect[0] - x, 0.0, x - rect[2])
-    dy = max(rect[1] - y, 0.0, y - rect[3])
+    # Comparisons, not max(): called about 60,000 times per second of planning.
+    x0, y0, x1, y1 = rect
+    dx = x0 - x if x < x0 else (x - x1 if x > x1 else 0.0)
+    dy = y0 - y if y < y0 else (y - y1 if y > y1 else 0.0)
     return dx * dx + dy * dy
