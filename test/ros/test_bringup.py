@@ -48,3 +48,60 @@ def test_a_process_that_ignores_sigint_prints_its_stacks_and_is_killed() -> None
     assert stuck.stderr is not None
     stacks = stuck.stderr.read().decode()
     assert "blocked_in_teardown" in stacks and "Thread 0x" in stacks
+
+
+class _Context:
+    def __init__(self) -> None:
+        self.up = True
+
+    def ok(self) -> bool:
+        return self.up
+
+
+class _Executor:
+    """Its context is shut down (as SIGINT's handler does) just before ``spin_once`` makes
+    its wait's timer, which then fails as rclpy's does."""
+
+    def __init__(self, shut_down: bool) -> None:
+        self.context = _Context()
+        self.shut_down = shut_down
+        self.spins = 0
+        self.stopped = False
+
+    def add_node(self, node: object) -> None:
+        pass
+
+    def spin_once(self, timeout_sec: float) -> None:
+        from camp_planner.ros.bringup import RCLError
+
+        self.spins += 1
+        if self.shut_down:
+            self.context.up = False
+        raise RCLError("failed to create timer: the given context is not valid")
+
+    def shutdown(self, timeout_sec: float) -> None:
+        self.stopped = True
+
+
+class _Node:
+    destroyed = False
+
+    def destroy_node(self) -> None:
+        self.destroyed = True
+
+
+@pytest.mark.parametrize("shut_down", [True, False])
+def test_a_shutdown_racing_the_wait_ends_the_spin_quietly_and_only_then(
+    monkeypatch: pytest.MonkeyPatch, shut_down: bool
+) -> None:
+    from camp_planner.ros import bringup
+
+    executor = _Executor(shut_down)
+    monkeypatch.setattr(bringup, "make_executor", lambda kind, threads: executor)
+    node = _Node()
+    if shut_down:
+        bringup.spin_nodes([node])  # type: ignore[list-item]
+    else:  # the context is still up: a real error, not a race
+        with pytest.raises(bringup.RCLError):
+            bringup.spin_nodes([node])  # type: ignore[list-item]
+    assert executor.spins == 1 and executor.stopped and node.destroyed
