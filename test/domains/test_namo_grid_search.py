@@ -68,3 +68,31 @@ def test_the_free_cell_graph_joins_exactly_the_free_neighbours() -> None:
     assert ids.tolist() == [0, 1, 4, 5, 6, 8]
     neighbours = [indices[indptr[k] : indptr[k + 1]].tolist() for k in range(len(ids))]
     assert neighbours == [[1], [0, 2], [1, 3], [2, 5], [], [3]]
+
+
+def test_remembered_box_windows_mark_exactly_the_cells_within_the_radius() -> None:
+    """``_block`` reuses a rectangle's window from earlier searches; what it marks must be
+    what measuring every cell's centre marks, first time and again, near the edges too."""
+    from camp_planner.domains.namo.tamp import _block
+
+    rng = np.random.default_rng(5)
+    cell, n = 0.05, 60
+    centres = (np.arange(n) + 0.5) * cell
+    for _ in range(60):
+        x0, y0 = rng.uniform(-0.3, 3.0, size=2)
+        rect = (float(x0), float(y0), float(x0 + rng.uniform(0.0, 0.4)), float(y0 + 0.3))
+        radius = float(rng.choice([0.2, 0.3]))
+        dx = np.maximum(np.maximum(rect[0] - centres, 0.0), centres - rect[2])[None, :]
+        dy = np.maximum(np.maximum(rect[1] - centres, 0.0), centres - rect[3])[:, None]
+        expected = dx * dx + dy * dy < radius * radius
+        for _again in range(2):
+            grid = np.zeros((n, n), dtype=bool)
+            _block(grid, rect, radius, cell)
+            assert np.array_equal(grid, expected)
+        # Marking adds to what a grid holds, and never writes into the remembered window.
+        grid = np.ones((n, n), dtype=bool)
+        _block(grid, rect, radius, cell)
+        assert grid.all()
+        fresh = np.zeros((n, n), dtype=bool)
+        _block(fresh, rect, radius, cell)
+        assert np.array_equal(fresh, expected)
