@@ -46,12 +46,18 @@ def _quat(yaw: float) -> tuple[float, float, float, float]:
     return (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
 
 
+def _connect() -> int:
+    """A new DIRECT server that finds ``pybullet_data``'s models."""
+    client = int(pb.connect(pb.DIRECT))
+    pb.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=client)
+    return client
+
+
 @contextmanager
 def direct_client() -> Iterator[int]:
     """A private PyBullet physics server (DIRECT mode, no GUI), disconnected on exit."""
-    client = pb.connect(pb.DIRECT)
+    client = _connect()
     try:
-        pb.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=client)
         yield client
     finally:
         pb.disconnect(physicsClientId=client)
@@ -78,8 +84,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _new_server() -> tuple[int, int]:
-    client = pb.connect(pb.DIRECT)
-    pb.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=client)
+    client = _connect()
     return client, int(pb.loadURDF(ARM_URDF, useFixedBase=True, physicsClientId=client))
 
 
