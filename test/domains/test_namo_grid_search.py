@@ -4,12 +4,16 @@ world costs it less without changing a plan."""
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 import pytest
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from camp_planner.domains.namo.tamp import _free_grid_graph
+from camp_planner.domains.namo.world import Pose2D
 
 
 def _whole_grid_search(free: np.ndarray, cost: np.ndarray, src: int) -> tuple[np.ndarray, ...]:
@@ -96,3 +100,87 @@ def test_remembered_box_windows_mark_exactly_the_cells_within_the_radius() -> No
         fresh = np.zeros((n, n), dtype=bool)
         _block(fresh, rect, radius, cell)
         assert np.array_equal(fresh, expected)
+
+
+def _one_search(iface: Any, start: Pose2D, goal: Pose2D) -> list[Pose2D] | None:
+    """The fewest-boxes search as it ran before searches were shared: the whole grid, the
+    cells around both ends opened, one Dijkstra for this goal alone."""
+    from camp_planner.domains.namo.tamp import (
+        BOX_CELL_COST,
+        NEAR_BOX_CELL_COST,
+        PLAN_MARGIN,
+        _block,
+        _open_around,
+        _whole_grid_graph,
+    )
+
+    cell, n, radius, static = iface._grid_setup()
+    blocked = static.copy()
+    under = np.zeros_like(blocked)
+    near = np.zeros_like(blocked)
+    reach = iface.task.settings.base_half_extent * math.sqrt(2) + PLAN_MARGIN
+    for box in iface.task.boxes:
+        _block(under, iface.task.box_rect(box.x, box.y), radius, cell)
+        _block(near, iface.task.box_rect(box.x, box.y), reach, cell)
+    s, t = iface._cell(start, cell, n), iface._cell(goal, cell, n)
+    _open_around(blocked, s, t)
+    cost = np.where(under, BOX_CELL_COST, np.where(near, NEAR_BOX_CELL_COST, 1.0))
+    cost[blocked] = np.inf
+    _, indices, indptr = _whole_grid_graph(n)
+    graph = csr_matrix((cost.ravel()[indices], indices, indptr), shape=(n * n, n * n))
+    src, dst = s[0] * n + s[1], t[0] * n + t[1]
+    dist, parent = dijkstra(graph, indices=src, return_predecessors=True)
+    if np.isinf(dist[dst]):
+        return None
+    cells: list[Pose2D] = iface._cells_to_poses(start, goal, _path(parent, src, dst), n)
+    return cells
+
+
+@pytest.mark.parametrize("allowed", [None, frozenset({0, 1, 2, 5, 8})])
+def test_ways_to_many_goals_share_searches_and_match_one_search_per_goal(
+    allowed: frozenset[int] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_ways_ahead`` asks for the ways to every box still in the way at once: the goals
+    that can share a Dijkstra search do, and every path is the one a search for that goal
+    alone finds (ties included), on the region or the whole grid, context or none."""
+    from camp_planner.core.planner import Deadline, PlanningTimeout
+    from camp_planner.domains.namo.mdp import NamoMDP
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+    from camp_planner.domains.namo.world import generate_task
+
+    task = generate_task(0, seed=3)
+    mdp = NamoMDP.from_task(task)
+    iface = NamoTampInterface(mdp, mdp.initial_state(), allowed, seed=0, settings={})
+    rng = np.random.default_rng(0)
+    goals: list[Pose2D] = [(box.x, box.y, 0.0) for box in task.boxes]
+    goals += [(float(x), float(y), 0.0) for x, y in rng.uniform(0.2, 8.8, size=(12, 2))]
+    searches: list[int] = []
+    grid_paths = NamoTampInterface._grid_paths
+
+    def counted(self: Any, start: Pose2D, batch: list[Pose2D], *rest: Any) -> Any:
+        searches.append(len(batch))
+        return grid_paths(self, start, batch, *rest)
+
+    monkeypatch.setattr(NamoTampInterface, "_grid_paths", counted)
+    for start in (task.start, (4.4, 1.6, 1.0)):
+        searches.clear()
+        paths = iface._fewest_boxes_paths(start, goals, "")
+        # Some goals shared a search, and some (boxes along walls) needed their own.
+        assert max(searches) > 1 and searches.count(1) >= 1
+        assert sum(searches) == len(goals) and len(searches) < len(goals) - 10
+        for goal, path in zip(goals, paths, strict=True):
+            assert path == _one_search(iface, start, goal), goal
+        found = sum(path is not None for path in paths)
+        # Goals in forbidden rooms have no way; most others do.
+        assert found >= len(goals) // 3
+        assert (found <= len(goals) - 3) == (allowed is not None)
+    # A planning call whose deadline has passed does not start a search.
+    now = [0.0]
+    late = Deadline(1.0, clock=lambda: now[0])
+    now[0] = 2.0
+    searches.clear()
+    with pytest.raises(PlanningTimeout):
+        iface._fewest_boxes_paths(task.start, goals, "", deadline=late)
+    assert searches == []
+    iface.close()
+    mdp.close()

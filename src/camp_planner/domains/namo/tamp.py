@@ -25,7 +25,7 @@ import functools
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -532,17 +532,20 @@ class NamoTampInterface:
         object leave free (built once), or the whole grid when the cells opened around one of
         ``ends`` reach beyond those. Every other cell is blocked in every search, so
         leaving it out changes no path."""
-        cell, n, _, static = self._grid_setup()
+        if self._in_region(*ends):
+            assert self._region is not None
+            return self._region[1]
+        return _whole_grid_graph(self._grid_setup()[1])
+
+    def _in_region(self, *ends: tuple[int, int]) -> bool:
+        """Whether the cells opened around each of ``ends`` lie in the region
+        :meth:`_search_graph` searches (built here the first time)."""
+        cell, _, _, static = self._grid_setup()
         if self._region is None:
             grow = math.ceil(REGION_SLACK / cell)
             region = ndimage.binary_dilation(~static, iterations=grow)
             self._region = region, _free_grid_graph(region)
-        region, graph = self._region
-        k = math.ceil(START_SLACK / cell)
-        for r, c in ends:
-            if not region[max(r - k, 0) : r + k + 1, max(c - k, 0) : c + k + 1].all():
-                return _whole_grid_graph(n)
-        return graph
+        return all(_around(self._region[0], end).all() for end in ends)
 
     def _cell(self, p: Pose2D, cell: float, n: int) -> tuple[int, int]:
         return (min(max(int(p[1] / cell), 0), n - 1), min(max(int(p[0] / cell), 0), n - 1))
@@ -582,6 +585,29 @@ class NamoTampInterface:
         impassable: the shortest way around them all, keeping clear of them where it can.
         ``boxes="ignored"`` makes every box but ``solid`` free ground: the shortest way
         whatever it crosses, which is the route of a motion plan that ignores movable boxes."""
+        return self._fewest_boxes_paths(start, [goal], solid, boxes)[0]
+
+    def _fewest_boxes_paths(
+        self,
+        start: Pose2D,
+        goals: Sequence[Pose2D],
+        solid: str,
+        boxes: str = "costly",
+        deadline: Deadline | None = None,
+    ) -> list[list[Pose2D] | None]:
+        """:meth:`_fewest_boxes_path` from ``start`` to each of ``goals``, the same paths,
+        with as few searches as that allows.
+
+        Dijkstra from one cell finds the way to every cell, so goals that would search the
+        same graph share one search. Each goal's search opens the cells around it (see
+        :func:`_open_around`) and runs on the region or the whole grid (see
+        :meth:`_search_graph`); goals whose opening frees nothing the start's did not, and
+        that pick the same graph, search the same graph with the same costs, hence find the
+        same paths, ties included. Any other goal searches alone. With ``deadline``, its
+        planning call's deadline is checked before each search (PlanningTimeout).
+        :meth:`_ways_ahead` asked
+        for one search per box still in the way: at 7×7 that was a third of pure planning's
+        time."""
         cell, n, radius, static = self._grid_setup()
         blocked = static.copy()
         under_box = np.zeros((n, n), dtype=bool)
@@ -597,26 +623,75 @@ class NamoTampInterface:
             rect = self.task.box_rect(float(value[0]), float(value[1]))
             _block(blocked if boxes == "solid" or name == solid else under_box, rect, radius, cell)
             _block(near_box, rect, reach, cell)
-        s, t = self._cell(start, cell, n), self._cell(goal, cell, n)
-        _open_around(blocked, s, t)
+        s = self._cell(start, cell, n)
+        ends = [self._cell(goal, cell, n) for goal in goals]
+        opened = blocked.copy()
+        _open_around(opened, s)
+        # Goals grouped by the graph they search: None for one of their own.
+        groups: dict[bool | None, list[int]] = {}
+        for k, t in enumerate(ends):
+            shared = not _around(opened, t).any()
+            groups.setdefault(self._in_region(s, t) if shared else None, []).append(k)
+        out: list[list[Pose2D] | None] = [None] * len(goals)
+        for key, members in groups.items():
+            for batch in [members] if key is not None else [[k] for k in members]:
+                if deadline is not None:
+                    deadline.call.check()
+                grid = opened
+                if key is None:
+                    grid = opened.copy()
+                    _open_around(grid, ends[batch[0]])
+                found = self._grid_paths(
+                    start,
+                    [goals[k] for k in batch],
+                    s,
+                    [ends[k] for k in batch],
+                    (grid, under_box, near_box),
+                )
+                for k, path in zip(batch, found, strict=True):
+                    out[k] = path
+        return out
+
+    def _grid_paths(
+        self,
+        start: Pose2D,
+        goals: list[Pose2D],
+        s: tuple[int, int],
+        ends: list[tuple[int, int]],
+        grids: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> list[list[Pose2D] | None]:
+        """One Dijkstra search from cell ``s`` and the path (as poses) to each of ``goals``,
+        whose cells are ``ends``; ``grids`` are the cells blocked, under a box and near one."""
+        blocked, under_box, near_box = grids
+        n = blocked.shape[0]
         # The search runs on the region's cells only: a context's forbidden rooms lie
         # outside it, so a CAMP's graph is the size of its allowed rooms, not the world's.
-        ids, indices, indptr = self._search_graph(s, t)
+        ids, indices, indptr = self._search_graph(s, *ends)
         # Entering a cell costs the cell's cost; blocked cells cost infinity (no way in).
-        cost = np.ones(len(ids))
-        cost[near_box.ravel()[ids]] = NEAR_BOX_CELL_COST
-        cost[under_box.ravel()[ids]] = BOX_CELL_COST
-        cost[blocked.ravel()[ids]] = np.inf
+        node_cost = np.ones(len(ids))
+        node_cost[near_box.ravel()[ids]] = NEAR_BOX_CELL_COST
+        node_cost[under_box.ravel()[ids]] = BOX_CELL_COST
+        node_cost[blocked.ravel()[ids]] = np.inf
         src = int(np.searchsorted(ids, s[0] * n + s[1]))
-        dst = int(np.searchsorted(ids, t[0] * n + t[1]))
-        graph = csr_matrix((cost[indices], indices, indptr), shape=(len(ids), len(ids)))
+        graph = csr_matrix((node_cost[indices], indices, indptr), shape=(len(ids), len(ids)))
         dist, parent = dijkstra(graph, indices=src, return_predecessors=True)
-        if math.isinf(dist[dst]):
-            return None
-        nodes = [dst]
-        while nodes[-1] != src:
-            nodes.append(int(parent[nodes[-1]]))
-        cells = [int(ids[k]) for k in reversed(nodes)]
+        out: list[list[Pose2D] | None] = []
+        for goal, t in zip(goals, ends, strict=True):
+            dst = int(np.searchsorted(ids, t[0] * n + t[1]))
+            out.append(
+                None
+                if math.isinf(dist[dst])
+                else self._cells_to_poses(
+                    start, goal, [int(ids[k]) for k in _back_track(parent, src, dst)], n
+                )
+            )
+        return out
+
+    @staticmethod
+    def _cells_to_poses(start: Pose2D, goal: Pose2D, cells: list[int], n: int) -> list[Pose2D]:
+        """A grid path's cells as poses from ``start`` to ``goal``, each heading along the path
+        except within ``HOLD_HEADING`` of either end."""
+        cell = GRID_CELL
         points = [((i % n + 0.5) * cell, (i // n + 0.5) * cell) for i in cells[1:-1]]
         poses: list[Pose2D] = [start]
         for k, (x, y) in enumerate(points):
@@ -938,26 +1013,26 @@ class NamoTampInterface:
         the goal, planned when this call began, does not pass where the next box is
         approached from.
 
-        Raises PlanningTimeout once the planning call's deadline has passed: one grid search
-        per pending box takes 20 ms or more at 7x7, Stilman's algorithm can have dozens
-        pending, and these searches took it 0.6 s past its 60 s (sampled in bench_namo)."""
+        The ways share grid searches where they give the same paths (see
+        :meth:`_fewest_boxes_paths`). Raises PlanningTimeout once the planning call's
+        deadline has passed: Stilman's algorithm can have dozens of boxes pending, and one
+        search per box took it 0.6 s past its 60 s (sampled in bench_namo)."""
         pending = {b for bs in self.blocks.values() for b in bs} - self.moved - {box}
         here = self._pose(self.state)
-        out: list[Pose2D] = []
         t0 = time.perf_counter()
-        if self._goal_pose is not None:
-            # The way to the goal from here: the corridor was planned from where this call
-            # began, and the robot has since moved (often past boxes it put down behind it).
-            deadline.call.check()
-            out += (self._fewest_boxes_path(here, self._goal_pose, "") or [])[::4]
+        # The way to the goal from here: the corridor was planned from where this call
+        # began, and the robot has since moved (often past boxes it put down behind it).
+        goals = [] if self._goal_pose is None else [self._goal_pose]
         for name in sorted(pending):
             value = self._value(name)
-            if not isinstance(value, tuple):
-                continue
-            deadline.call.check()
-            target = (float(value[0]), float(value[1]), 0.0)
-            out.append(target)
-            out += (self._fewest_boxes_path(here, target, "") or [])[::4]
+            if isinstance(value, tuple):
+                goals.append((float(value[0]), float(value[1]), 0.0))
+        paths = self._fewest_boxes_paths(here, goals, "", deadline=deadline) if goals else []
+        out: list[Pose2D] = []
+        for k, (goal, path) in enumerate(zip(goals, paths, strict=True)):
+            if k > 0 or self._goal_pose is None:
+                out.append(goal)
+            out += (path or [])[::4]
         self._timed("motion_planning", t0)
         return out
 
@@ -1086,8 +1161,13 @@ class NamoTampInterface:
 
 
 @functools.cache
+@functools.lru_cache(maxsize=4)
 def _whole_grid_graph(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return _free_grid_graph(np.ones((n, n), dtype=bool))
+    """The graph of every cell of an ``n`` × ``n`` grid, built once per size (read only)."""
+    graph = _free_grid_graph(np.ones((n, n), dtype=bool))
+    for array in graph:
+        array.flags.writeable = False
+    return graph
 
 
 def _free_grid_graph(free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1113,12 +1193,27 @@ def _free_grid_graph(free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return ids, neighbours[edge], indptr
 
 
+def _back_track(parent: np.ndarray, src: int, dst: int) -> list[int]:
+    """The nodes of the search tree's path from ``src`` to ``dst`` (``parent``: Dijkstra's
+    predecessors), in order."""
+    nodes = [dst]
+    while nodes[-1] != src:
+        nodes.append(int(parent[nodes[-1]]))
+    return nodes[::-1]
+
+
+def _around(grid: np.ndarray, cell: tuple[int, int]) -> np.ndarray:
+    """The window of ``grid`` that :func:`_open_around` opens around ``cell`` (a view)."""
+    k = math.ceil(START_SLACK / GRID_CELL)
+    r, c = cell
+    return grid[max(r - k, 0) : r + k + 1, max(c - k, 0) : c + k + 1]
+
+
 def _open_around(grid: np.ndarray, *cells: tuple[int, int]) -> None:
     """Unblock the cells within ``START_SLACK`` (rounded up) of each cell: there, motion
     planning does not ask for the margin the grid's disc includes."""
-    k = math.ceil(START_SLACK / GRID_CELL)
-    for r, c in cells:
-        grid[max(r - k, 0) : r + k + 1, max(c - k, 0) : c + k + 1] = False
+    for cell in cells:
+        _around(grid, cell)[...] = False
 
 
 def _block(
