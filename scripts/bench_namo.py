@@ -15,13 +15,15 @@ and Stilman's algorithm once in the full task, each executed in the full simulat
 Prints a per-task table, the median ratio of planning time (pure ÷ CAMP) with a 95 %
 bootstrap interval, the ratio of the mean times (the slow tail, which the median hides),
 the runs' time differences paired (pure minus CAMP, same task and planner seed, with an
-interval), each planner's mean, median and
-90th-percentile time, and the collision-check rate (before the runs, after them, and after
-them in a new process). A run that returns more than 50 ms past ``--timeout`` is listed with
-the stack sampled most often after its timeout (:class:`camp_planner.diagnostics.OverrunWatch`;
-in the JSON rows as ``past_timeout_stacks``). ``--set key=value`` changes a setting of
-both planners (e.g. ``--set guide=none`` for base motions planned as one OMPL query instead
-of doorway to doorway).
+interval), each planner's mean, median and 90th-percentile time, where that time went
+(task planning, motion planning, grasps and placements, and the part of them spent in
+collision checks), and the collision-check rate (before the runs, after them, and after
+them in a new process). A run that returns more than 50 ms past ``--timeout`` is listed
+with the stack sampled most often after its timeout
+(:class:`camp_planner.diagnostics.OverrunWatch`; in the JSON rows as
+``past_timeout_stacks``). ``--set key=value`` changes a setting of both planners (e.g.
+``--set guide=none`` for base motions planned as one OMPL query instead of doorway to
+doorway).
 
 Every finished (task, planner seed) run is appended to a checkpoint in
 ``<artifacts>/bench/`` as it ends. A run that is killed (or stopped with Ctrl-C) resumes from
@@ -279,6 +281,7 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
         # Rows checkpointed before picks were recorded have none: the mean is of those that do.
         picks = [r[label]["picks"] for r in rows if "picks" in r[label]]
         summary[f"{label}_mean_picks"] = statistics.mean(picks) if picks else None
+        summary[f"{label}_stage_means_s"] = stage_means([r[label] for r in rows])
         lines.append(
             f"  {label:<8} median {statistics.median(times):5.2f} s, mean "
             f"{statistics.mean(times):5.2f} s, 90th percentile {p90:5.2f} s, success {success:.0%}"
@@ -296,6 +299,16 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
             "machine": f"{platform.machine()}, {platform.python_version()}",
         }
     )
+    lines.append(
+        "where the time went (mean seconds per run; collision checks are a part of the "
+        "stages before them):"
+    )
+    for label in ("pure", "camp", "stilman"):
+        means = summary[f"{label}_stage_means_s"]
+        lines.append(
+            f"  {label:<8} "
+            + ", ".join(f"{name} {means[key]:.3f}" for key, name in STAGES if key in means)
+        )
     print(
         f"\nplanning time over {len(rows)} runs per planner"
         f"{' with ' + str(overrides) if overrides else ''}:\n" + "\n".join(lines) + "\n"
@@ -315,6 +328,22 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
         args.json.write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
     checkpoint.discard()  # complete: the same command measures everything again
     return 0
+
+
+# The stages a run's time is broken down into, as the planners name them, and as printed.
+STAGES = (
+    ("task_planning", "task planning"),
+    ("motion_planning", "motion planning"),
+    ("grasp_place", "grasps and placements"),
+    ("collision_checks", "collision checks"),
+)
+
+
+def stage_means(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """The mean seconds per run of each stage in :data:`STAGES` that any run reports (a run
+    that does not report a stage, e.g. one resumed from an older checkpoint, counts 0)."""
+    keys = [k for k, _ in STAGES if any(k in r.get("stage_times_s", {}) for r in runs)]
+    return {k: statistics.fmean(r.get("stage_times_s", {}).get(k, 0.0) for r in runs) for k in keys}
 
 
 def _measure(

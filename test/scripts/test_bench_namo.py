@@ -142,7 +142,10 @@ def test_an_interrupted_run_resumes_without_measuring_its_finished_runs_again(
 
 
 def test_a_replicate_runs_new_planner_seeds_and_reports_the_boxes_moved(
-    tmp_path: Path, load_script: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    load_script: Callable[[str], ModuleType],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     bench = load_script("bench_namo")
     seeds: list[int] = []
@@ -152,9 +155,10 @@ def test_a_replicate_runs_new_planner_seeds_and_reports_the_boxes_moved(
     ) -> dict[str, Any]:
         seeds.append(seed)
         run = {"compute_time_s": 1.0, "success": True, "outcome": "goal"}
+        stages = {"motion_planning": 0.5 + seed, "collision_checks": 0.25, "prepare": 1.0}
         return {"task": i, "seed": seed, "context": ctx.name, "ratio": 1.0,
-                "pure": {**run, "picks": 4 + seed}, "camp": {**run, "picks": 1},
-                "stilman": run}  # fmt: skip
+                "pure": {**run, "picks": 4 + seed, "stage_times_s": stages},
+                "camp": {**run, "picks": 1}, "stilman": run}  # fmt: skip
 
     monkeypatch.setattr(bench, "_measure", fake_measure)
     monkeypatch.setattr(bench, "route_context", lambda pipe, task: Context.universal())
@@ -169,6 +173,11 @@ def test_a_replicate_runs_new_planner_seeds_and_reports_the_boxes_moved(
     assert summary["first_seed"] == 2
     assert (summary["pure_mean_picks"], summary["camp_mean_picks"]) == (6.5, 1)
     assert summary["stilman_mean_picks"] is None  # rows from before picks were recorded
+    # Where the time went: the named stages only, averaged over the runs.
+    assert summary["pure_stage_means_s"] == {"motion_planning": 3.0, "collision_checks": 0.25}
+    assert summary["camp_stage_means_s"] == {}
+    printed = capsys.readouterr().out
+    assert "  pure     motion planning 3.000, collision checks 0.250\n" in printed
 
 
 def test_runs_that_return_late_are_reported_with_where_they_were(

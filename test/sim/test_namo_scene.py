@@ -276,3 +276,27 @@ def test_the_pool_keeps_at_most_its_size_of_idle_servers() -> None:
         scene.close()
     assert idle_servers() == POOL_SIZE
     assert connected_clients() <= alive  # the servers beyond the pool's size are gone
+
+
+def test_every_collision_query_is_counted_and_timed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planners' stage ``collision_checks`` is the scene's clock: each of the four
+    queries adds one check and the time between its start and its end, nothing else."""
+    import camp_planner.sim.namo_scene as namo_scene
+
+    ticks = iter(range(1000))
+    monkeypatch.setattr(namo_scene, "_now", lambda: float(next(ticks)))
+    box = TASK.boxes[0]
+    with direct_client() as client:
+        scene = NamoScene(TASK, client)
+        queries = [
+            lambda: scene.collisions(TASK.start),
+            lambda: scene.collisions_at((box.x, box.y, 0.3)),
+            lambda: scene.blocked_at((box.x, box.y, 0.3), 0.03),
+            lambda: scene.box_collisions(box.name, box.x + 0.05, box.y),
+        ]
+        for k, query in enumerate(queries, start=1):
+            query()
+            # The fake clock ticks once per reading: one second per query.
+            assert (scene.checks, scene.check_seconds) == (k, float(k))
+        scene.place_box(box.name, box.x, box.y)
+        assert (scene.checks, scene.check_seconds) == (4, 4.0)

@@ -232,6 +232,7 @@ BREAKDOWN_STAGES = (
     "task_planning",
     "motion_planning",
     "grasp_place",
+    "collision_checks",
 )
 
 
@@ -355,7 +356,8 @@ def _breakdown_markdown(summary: dict[str, dict[str, Any]]) -> list[str]:
         "",
         "Where the compute time went (mean seconds per test task, all seeds; setup = context "
         "selection + CAMP construction, prepare = the planner's up-front call, act = its "
-        "per-step calls; the columns after them break prepare down):",
+        "per-step calls; the columns after them break prepare down, and collision checks "
+        "is the part of them spent in the simulator's collision queries):",
         "",
         "| method | " + " | ".join(k.replace("_", " ") for k in stages) + " | total compute |",
         "|---|" + "---|" * (len(stages) + 1),

@@ -114,6 +114,10 @@ class NamoTampInterface:
         self.room_queries = 0  # motions within one room planned in its bounds (guide: rooms)
         self.stage_times: dict[str, float] = {}
         self.checks = 0
+        # The simulator's collision queries are timed where they run: their share of this
+        # call is the scene's clock now against at close (stage ``collision_checks``).
+        scene = mdp.scene()
+        self._check_clock: tuple[Any, float] = (scene, scene.check_seconds)
         self.at = "here"
         self.moved: set[str] = set()
         self.blocks: dict[str, set[str]] = {}  # location -> boxes blocking the way there
@@ -262,7 +266,14 @@ class NamoTampInterface:
         return True
 
     def close(self) -> None:
-        """Take the planning-only keep-out zones out of the shared simulator."""
+        """Take the planning-only keep-out zones out of the shared simulator, and add the
+        time of this call's collision queries to its stages (``collision_checks``: part of
+        motion planning, grasps and placements, not a stage of its own in the sum)."""
+        scene, since = self._check_clock
+        self.stage_times["collision_checks"] = (
+            self.stage_times.get("collision_checks", 0.0) + scene.check_seconds - since
+        )
+        self._check_clock = (scene, scene.check_seconds)
         if self._zoned:
             self.mdp.scene().clear_zones()
             self._zoned = False
