@@ -125,6 +125,9 @@ def test_both_queries_agree_with_brute_force_everywhere() -> None:
             margin = rng.choice((0.0, 0.05))
             skip = ignore if k % 3 == 0 else frozenset()
             expected = _brute_force(ref, pose, margin, skip)
+            # blocked_at first on odd queries: it may leave the arm behind the base.
+            if k % 2:
+                assert lazy.blocked_at(pose, margin, skip) == bool(expected), (k, pose, margin)
             assert lazy.collisions_at(pose, margin, skip) == expected, (k, pose, margin)
             assert lazy.blocked_at(pose, margin, skip) == bool(expected), (k, pose, margin)
             if k % 5 == 0:
@@ -300,3 +303,65 @@ def test_every_collision_query_is_counted_and_timed_once(monkeypatch: pytest.Mon
             assert (scene.checks, scene.check_seconds) == (k, float(k))
         scene.place_box(box.name, box.x, box.y)
         assert (scene.checks, scene.check_seconds) == (4, 4.0)
+
+
+def test_the_arm_follows_the_base_whenever_something_asks_about_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """blocked_at moves the arm (12 links, 6 µs) only when it asks PyBullet about the arm;
+    whatever asks next (collisions, IK, a box's overlaps, the robot's parts) finds the arm
+    on the base, as in a scene that moved both every time."""
+
+    from camp_planner.sim import namo_scene
+
+    rng = random.Random(11)
+    moves: list[int] = []
+    reset = pb.resetBasePositionAndOrientation
+
+    def counted(body: int, *args: object, **kwargs: object) -> None:
+        moves.append(body)
+        reset(body, *args, **kwargs)
+
+    monkeypatch.setattr(namo_scene.pb, "resetBasePositionAndOrientation", counted)
+    box = TASK.boxes[2]
+    with direct_client() as lazy_client, direct_client() as ref_client:
+        lazy, ref = NamoScene(TASK, lazy_client), NamoScene(TASK, ref_client)
+        asked = 0
+        for k in range(300):
+            # Poses near a box or a wall, where checks need PyBullet.
+            pose = (
+                box.x + rng.uniform(-0.9, 0.9),
+                box.y + rng.uniform(-0.9, 0.9),
+                rng.uniform(-3, 3),
+            )
+            before = lazy.pose
+            moves.clear()
+            lazy.blocked_at(pose, 0.03)
+            asked += lazy.base in moves
+            ref.set_base(lazy.pose)
+            query = k % 4
+            if query == 0:
+                assert lazy.collisions() == ref.collisions()
+            elif query == 1:
+                target = (box.x, box.y, 0.3)
+                assert lazy.arm_solution(*target) == ref.arm_solution(*target)
+            elif query == 2:
+                # Where the robot stood before: an arm left there would be in the way.
+                spot = before[:2]
+                assert lazy.box_collisions(box.name, *spot) == ref.box_collisions(box.name, *spot)
+            else:
+                parts = lazy.robot_parts()
+                assert pb.getBasePositionAndOrientation(
+                    parts[1], physicsClientId=lazy_client
+                ) == pb.getBasePositionAndOrientation(ref.arm, physicsClientId=ref_client)
+        # Most checks that moved the robot settled without the arm.
+        moves.clear()
+        for _ in range(300):
+            pose = (
+                box.x + rng.uniform(-0.9, 0.9),
+                box.y + rng.uniform(-0.9, 0.9),
+                rng.uniform(-3, 3),
+            )
+            lazy.blocked_at(pose, 0.03)
+        arm_moves, base_moves = moves.count(lazy.arm), moves.count(lazy.base)
+        assert asked > 20 and base_moves > 20 and arm_moves < base_moves / 2
