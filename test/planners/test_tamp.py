@@ -979,3 +979,58 @@ def test_edge_step_reaches_every_query_and_the_plan_replays_collision_free() -> 
     assert result.success, result.outcome
     _replay_is_collision_free(CHAIN, result.actions, set())
     mdp.close()
+
+
+@pytest.mark.parametrize("failed_motions", ["retry", "give_up"])
+def test_a_failed_guided_search_is_retried_whole_only_when_asked_to(
+    failed_motions: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``retry`` plans a motion in the whole world after its in-room or doorway-to-doorway
+    search fails, and searches again when asked again; ``give_up`` takes the failed search
+    as the answer and answers the same motion among the same boxes at once, unless asked
+    with a larger budget. A doorway with no valid pose is no search: both plan whole."""
+    import camp_planner.domains.namo.tamp as namo_tamp
+    from camp_planner.motion.ompl_se2 import MotionResult
+
+    queries: list[tuple[float, float, float, float]] = []
+
+    def failing(start: object, goal: object, bounds: tuple, valid: object, **kw: object) -> object:
+        queries.append(bounds)
+        return MotionResult(None, 0.0, 0, True)
+
+    monkeypatch.setattr(namo_tamp, "plan_base_path", failing)
+    task = _two_ways(round_boxes=False)
+    mdp = NamoMDP.from_task(task)
+    settings = {"guide": "rooms", "failed_motions": failed_motions, "motion_timeout_s": 1.0}
+    iface = namo_tamp.NamoTampInterface(mdp, mdp.initial_state(), None, 0, settings)
+    whole = (0.0, 0.0, task.settings.world_size, task.settings.world_size)
+    in_room, across = (2.2, 1.5, 0.0), (4.5, 1.5, 0.0)
+    retry = failed_motions == "retry"
+    for _again in range(2):
+        for goal in (in_room, across):
+            queries.clear()
+            assert iface._plan(task.start, goal, False, Deadline(30.0)).path is None
+            if retry:
+                assert len(queries) == 2 and queries[-1] == whole  # the room's, then the whole
+            else:
+                # The room's (or the first doorway piece's) search only, then none at all.
+                assert len(queries) == (0 if _again else 1) and whole not in queries
+    assert iface.failures_remembered == (0 if retry else 2)
+    # A larger budget than the one that failed searches again.
+    queries.clear()
+    iface._plan(task.start, in_room, False, Deadline(30.0), timeout=4.0)
+    assert len(queries) == (2 if retry else 1)
+    # No valid pose in a doorway: the guide runs no search, and the motion is planned whole.
+    monkeypatch.setattr(namo_tamp.NamoTampInterface, "_door_pose", lambda *a: None)
+    queries.clear()
+    iface._plan(task.start, (4.4, 1.6, 0.0), False, Deadline(30.0))
+    assert queries == [whole]
+    iface.close()
+    mdp.close()
+
+
+def test_failed_motions_must_be_known() -> None:
+    with pytest.raises(ValueError, match="failed_motions must be one of retry, give_up"):
+        TAMP(failed_motions="sometimes")
+    with pytest.raises(ValueError, match="failed_motions"):
+        Stilman(failed_motions="never")

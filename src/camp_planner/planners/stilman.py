@@ -39,7 +39,7 @@ class Stilman(InterfacePlanner):
             fails the call, so an unsolvable task still fails in seconds, not at the
             deadline (the search is exponential in the number of boxes moved).
         motion_timeout_s, detour_timeout_s, motion_planner, relaxed, guide, restart_s,
-            restart_growth, edge_step_m: as for the TAMP planner.
+            restart_growth, edge_step_m, failed_motions: as for the TAMP planner.
     """
 
     name = "stilman"
@@ -61,6 +61,7 @@ class Stilman(InterfacePlanner):
         restart_s: float | None = None,
         restart_growth: float = 2.0,
         edge_step_m: float | None = None,
+        failed_motions: str = "retry",
     ) -> None:
         super().__init__(
             seed,
@@ -72,6 +73,7 @@ class Stilman(InterfacePlanner):
             restart_s,
             restart_growth,
             edge_step_m=edge_step_m,
+            failed_motions=failed_motions,
         )
         if max_depth < 0:
             raise ValueError(f"max_depth must be non-negative, got {max_depth}")

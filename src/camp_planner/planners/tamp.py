@@ -39,6 +39,7 @@ from camp_planner.planners.fast_downward import FDRunner
 RELAXED_MODES = ("grid", "ompl", "ompl_doors")
 # How a domain's interface splits base motions (see ``TAMP``'s ``guide`` setting).
 GUIDES = ("doors", "none", "rooms")
+FAILED_MOTIONS = ("retry", "give_up")
 
 
 class AttemptCutoff(Deadline):
@@ -147,8 +148,13 @@ class InterfacePlanner(Planner):
         stuck_restarts: int = 0,
         restart_clock: str = "wall",
         edge_step_m: float | None = None,
+        failed_motions: str = "retry",
     ) -> None:
         super().__init__(seed)
+        if failed_motions not in FAILED_MOTIONS:
+            raise ValueError(
+                f"failed_motions must be one of {', '.join(FAILED_MOTIONS)}, got {failed_motions!r}"
+            )
         if edge_step_m is not None and not edge_step_m > 0:
             raise ValueError(f"edge_step_m must be positive (or null), got {edge_step_m}")
         if restart_clock not in ("wall", "stalled"):
@@ -179,6 +185,7 @@ class InterfacePlanner(Planner):
             "relaxed": relaxed,
             "guide": guide,
             "edge_step_m": None if edge_step_m is None else float(edge_step_m),
+            "failed_motions": failed_motions,
         }
         self._mdp: FactoredMDP | None = None
         self._plan: list[Action] = []
@@ -302,6 +309,11 @@ class TAMP(InterfacePlanner):
             distance, in every query's bounds alike; null (the default) keeps the domain's
             own resolution (NAMO: 0.4 % of the query's extent, so 2.8 cm in one room and
             17.6 cm across a 10×10 world).
+        failed_motions: ``retry`` (the default) plans a motion in the whole world's bounds
+            when its guided or in-room OMPL search fails, and searches again whenever a
+            refiner asks for the same motion; ``give_up`` takes such a failed search as the
+            motion's answer, and answers a motion that already failed in this planning call
+            (same poses, same boxes, no larger budget) at once.
     """
 
     name = "tamp"
@@ -325,6 +337,7 @@ class TAMP(InterfacePlanner):
         stuck_restarts: int = 2,
         restart_clock: str = "wall",
         edge_step_m: float | None = None,
+        failed_motions: str = "retry",
     ) -> None:
         super().__init__(
             seed,
@@ -338,6 +351,7 @@ class TAMP(InterfacePlanner):
             stuck_restarts,
             restart_clock,
             edge_step_m,
+            failed_motions,
         )
         if max_replans < 0:
             raise ValueError(f"max_replans must be non-negative, got {max_replans}")
@@ -467,6 +481,7 @@ class TAMP(InterfacePlanner):
             "cutoffs": self.cutoffs,
             "stuck": self.stucks,
             "collision_checks": int(getattr(interface, "checks", 0)),
+            "failed_motions_remembered": int(getattr(interface, "failures_remembered", 0)),
         }
         if not self._plan:
             raise NoPlanFound("the task planner returned an empty plan outside the goal")
