@@ -420,11 +420,17 @@ def test_a_drive_to_the_goal_ends_where_the_goal_is_reached() -> None:
     mdp.close()
 
 
-def test_unknown_guide_is_refused() -> None:
-    with pytest.raises(ValueError, match="guide must be one of doors, none, rooms"):
-        TAMP(guide="corridors")
-    with pytest.raises(ValueError, match="guide"):
-        Stilman(guide="corridors")
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("guide", "guide must be one of doors, none, rooms"),
+        ("failed_motions", "failed_motions must be one of retry, give_up"),
+    ],
+)
+def test_unknown_choices_are_refused(setting: str, message: str) -> None:
+    for planner in (TAMP, Stilman):
+        with pytest.raises(ValueError, match=message):
+            planner(**{setting: "corridors"})
 
 
 def test_boxes_met_along_one_way_are_cleared_in_the_order_met() -> None:
@@ -1027,10 +1033,3 @@ def test_a_failed_guided_search_is_retried_whole_only_when_asked_to(
     assert queries == [whole]
     iface.close()
     mdp.close()
-
-
-def test_failed_motions_must_be_known() -> None:
-    with pytest.raises(ValueError, match="failed_motions must be one of retry, give_up"):
-        TAMP(failed_motions="sometimes")
-    with pytest.raises(ValueError, match="failed_motions"):
-        Stilman(failed_motions="never")
