@@ -115,7 +115,7 @@ class NamoTampInterface:
         self._failed: dict[tuple[Any, ...], float] = {}
         self.failures_remembered = 0  # motions answered from ``_failed`` without a search
         self.guided_queries = 0  # base motions planned doorway to doorway
-        self.guide_fallbacks = 0  # ... of which a piece failed and the whole was planned
+        self.guide_fallbacks = 0  # ... of which a piece failed or a doorway had no pose
         self.room_queries = 0  # motions within one room planned in its bounds (guide: rooms)
         self.stage_times: dict[str, float] = {}
         self.checks = 0
