@@ -200,8 +200,9 @@ def test_the_broadphase_radius_does_not_depend_on_the_heading_it_was_measured_at
 
 
 def test_bodies_beyond_every_part_of_the_robot_are_not_asked_of_pybullet() -> None:
-    """A box diagonally off the robot is inside the broadphase square but outside the disc
-    of every robot part: blocked_at answers free without moving the robot."""
+    """A box diagonally off the robot is inside PyBullet's broadphase square but outside the
+    robot's disc (so the floor index does not list it) and the disc of every robot part:
+    blocked_at answers free without moving the robot."""
     box = TASK.boxes[0]
     hx, hy = TASK.settings.box_size[0] / 2, TASK.settings.box_size[1] / 2
     with direct_client() as client:
@@ -211,8 +212,10 @@ def test_bodies_beyond_every_part_of_the_robot_are_not_asked_of_pybullet() -> No
         # around the robot's disc, 1.27 r from the robot's centre.
         pose = (box.x - hx - 0.9 * r, box.y - hy - 0.9 * r, 0.0)
         assert (scene._box_rect(scene.boxes[box.name]) is not None) and any(
-            name == box.name for _, name in scene._near(pose[0], pose[1], 0.0, frozenset())
+            name == box.name
+            for _, name in scene._near_broadphase(pose[0], pose[1], 0.0, frozenset())
         )
+        assert all(name != box.name for _, name in scene._near(*pose[:2], 0.0, frozenset()))
         before = scene.pose
         expected = scene.collisions(pose)  # moves the robot there and back below
         scene.set_base(before)
@@ -365,3 +368,69 @@ def test_the_arm_follows_the_base_whenever_something_asks_about_it(
             lazy.blocked_at(pose, 0.03)
         arm_moves, base_moves = moves.count(lazy.arm), moves.count(lazy.base)
         assert asked > 20 and base_moves > 20 and arm_moves < base_moves / 2
+
+
+def test_the_floor_index_lists_exactly_the_bodies_near_the_robots_disc() -> None:
+    """``_near`` answers from a floor index kept up to date as boxes move, turn, go, are
+    tried elsewhere, picked up and let go, and as keep-out zones come and go: at every query
+    it lists exactly the named bodies, not held and not ignored, whose floor rectangle (a
+    turned box's AABB) comes within the robot's disc grown by the margin."""
+    from camp_planner.sim.namo_scene import _rect_dist2
+
+    rng = random.Random(5)
+    size = TASK.settings.world_size
+    names = [b.name for b in TASK.boxes]
+    with direct_client() as client:
+        scene = NamoScene(TASK, client)
+
+        def expected(x: float, y: float, margin: float, ignore: frozenset[str]) -> set[int]:
+            r = scene._radius + margin
+            held = None if scene.held is None else scene.boxes[scene.held]
+            out = set()
+            for body, name in scene._names.items():
+                if body == held or name in ignore:
+                    continue
+                rect = scene._static_rects.get(body)
+                if rect is None:
+                    lo, hi = pb.getAABB(body, -1, physicsClientId=client)
+                    rect = scene._box_rect(body) or (lo[0], lo[1], hi[0], hi[1])
+                if _rect_dist2(rect, x, y) <= r * r:
+                    out.add(body)
+            return out
+
+        listed = 0
+        for k in range(600):
+            step = k % 60
+            name = rng.choice(names[1:])
+            if step == 5:
+                scene.set_zones([(6.0, 0.0, 9.0, 3.0), (0.0, 6.0, 3.0, 9.0)])
+            elif step == 35:
+                scene.clear_zones()
+            elif step == 10:
+                scene.place_box(name, rng.uniform(0.5, size - 0.5), rng.uniform(0.5, size - 0.5))
+            elif step == 15:
+                scene.place_box(name, rng.uniform(1, 8), rng.uniform(1, 8), 0.5)  # turned
+            elif step == 20:
+                scene.remove_box(name)
+            elif step == 25:
+                scene.box_collisions(name, rng.uniform(1, 8), rng.uniform(1, 8))
+            elif step == 30 and scene.held is None:
+                box = next(b for b in TASK.boxes if b.name == names[0])
+                scene.set_base((box.x - 0.5, box.y, 0.0))
+                scene.grasp(box.name)  # a larger disc: the index is built again
+            elif step == 45 and scene.held is not None:
+                scene.let_go()  # back on the floor, where it was carried to
+            pose = (rng.uniform(0, size), rng.uniform(0, size), rng.uniform(-3, 3))
+            if step % 3 == 0:
+                scene.set_base(pose)  # a held box moves with the robot
+            margin = rng.choice((0.0, 0.03, 0.05))
+            ignore = frozenset(names[:4]) if k % 4 == 0 else frozenset()
+            got = scene._near(pose[0], pose[1], margin, ignore)
+            assert len(got) == len({b for b, _ in got}), k  # each body once
+            assert {b for b, _ in got} == expected(pose[0], pose[1], margin, ignore), (k, pose)
+            listed += len(got)
+        assert listed > 300
+        # Outside the world the index has no cell: PyBullet's broadphase answers.
+        assert scene._near(-0.5, 1.0, 0.0, frozenset()) == scene._near_broadphase(
+            -0.5, 1.0, 0.0, frozenset()
+        )

@@ -186,6 +186,10 @@ class NamoScene:
             pb.resetJointState(self.arm, j, q, physicsClientId=c)
         self.held: str | None = None
         self._box_rects: dict[int, tuple[float, float, float, float] | None] = {}
+        # The floor index of :meth:`_near` (built on its first call), and the bodies that
+        # moved, appeared or went since it last looked at them.
+        self._index: _FloorIndex | None = None
+        self._stale: set[int] = set()
         self._zones: list[int] = []
         self._held_offset = (0.0, 0.0, 0.0)
         # Per robot part: (x, y) offset in the robot frame and radius of a disc holding it.
@@ -270,7 +274,7 @@ class NamoScene:
             hy = y + dx * math.sin(yaw) + dy * math.cos(yaw)
             held = self.boxes[self.held]
             pb.resetBasePositionAndOrientation(held, (hx, hy, z), quat, physicsClientId=c)
-            self._box_rects.pop(held, None)
+            self._moved(held)
         self.pose = pose
 
     def _place_arm(self) -> None:
@@ -288,6 +292,12 @@ class NamoScene:
         )
         self._arm_at = self.pose
 
+    def _moved(self, body: int) -> None:
+        """Forget what is remembered about where box ``body`` stands (every method that
+        moves a box calls this)."""
+        self._box_rects.pop(body, None)
+        self._stale.add(body)
+
     def remove_box(self, name: str) -> None:
         """Take box ``name`` out of the world (a box that is absent in a state)."""
         i = sorted(self.boxes).index(name)
@@ -296,7 +306,7 @@ class NamoScene:
         pb.resetBasePositionAndOrientation(
             body, (x + 2 * i, y, z), (0, 0, 0, 1), physicsClientId=self.client
         )
-        self._box_rects.pop(body, None)
+        self._moved(body)
 
     def grasp(self, name: str) -> None:
         """Hold box ``name``: from now on it moves with the base and counts as the robot."""
@@ -311,6 +321,8 @@ class NamoScene:
         """Stop counting the held box as part of the robot, wherever it is (the caller puts
         it somewhere). The broadphase radius shrinks back to the bare robot's: left at the
         carrying size, every later check would look at about three times the floor area."""
+        if self.held is not None:
+            self._stale.add(self.boxes[self.held])  # back on the floor index
         self.held = None
         self._measure_robot()
 
@@ -381,7 +393,7 @@ class NamoScene:
             if any(p[8] < -1e-6 for p in pb.getClosestPoints(body, other, 0.0, physicsClientId=c)):
                 hits.add(label)
         pb.resetBasePositionAndOrientation(body, old_pos, old_orn, physicsClientId=c)
-        self._box_rects.pop(body, None)
+        self._moved(body)
         return hits
 
     def box_position(self, name: str) -> tuple[float, float]:
@@ -393,7 +405,7 @@ class NamoScene:
         z = self.task.settings.box_size[2] / 2
         body = self.boxes[name]
         pb.resetBasePositionAndOrientation(body, (x, y, z), _quat(yaw), physicsClientId=self.client)
-        self._box_rects.pop(body, None)
+        self._moved(body)
 
     # --- keep-out zones -----------------------------------------------------------------------
     def set_zones(self, rects: list[tuple[float, float, float, float]]) -> None:
@@ -410,12 +422,14 @@ class NamoScene:
             self._zones.append(body)
             self._names[body] = "forbidden"
             self._static_rects[body] = (x0, y0, x1, y1)
+            self._stale.add(body)
 
     def clear_zones(self) -> None:
         for body in self._zones:
             pb.removeBody(body, physicsClientId=self.client)
             self._names.pop(body, None)
             self._static_rects.pop(body, None)
+            self._stale.add(body)
         self._zones = []
 
     # --- collision checking -----------------------------------------------------------------
@@ -553,6 +567,52 @@ class NamoScene:
     def _near(
         self, x: float, y: float, margin: float, ignore: frozenset[str] | set[str]
     ) -> list[tuple[int, str]]:
+        """(body, name) of every named body, not ignored and not the robot's, whose floor
+        rectangle comes within ``margin`` of the robot's disc at (x, y) (radius ``_radius``;
+        a turned box's rectangle is its AABB's). Every point of the robot lies in that disc
+        at any yaw, and every body stands on the floor, so no other body can come within
+        ``margin`` of the robot: callers settle the rest exactly.
+
+        Answered from a floor index (:class:`_FloorIndex`) instead of PyBullet's broadphase:
+        the AABB query and the loop over what it found (the robot's own links included)
+        were half of a validity check's cost. Queries the index was not built for (a larger
+        disc, or outside the world) go to PyBullet (:meth:`_near_broadphase`)."""
+        r = self._radius + margin
+        index = self._index
+        if index is None or r > index.reach:
+            index = self._index = _FloorIndex(self.task.settings.world_size, r + _INDEX_SLACK)
+            self._stale = set(self._names)
+        if self._stale:
+            self._refresh(index)
+        cell = index.cell_of(x, y)
+        if cell < 0:
+            return self._near_broadphase(x, y, margin, ignore)
+        held = -1 if self.held is None else self.boxes[self.held]
+        r2 = r * r
+        return [
+            (body, name)
+            for body, name, rect in index.cells[cell]
+            if body != held and name not in ignore and _rect_dist2(rect, x, y) <= r2
+        ]
+
+    def _refresh(self, index: _FloorIndex) -> None:
+        """Put every stale body where it now stands in ``index`` (nowhere if it is held or
+        has gone)."""
+        held = -1 if self.held is None else self.boxes[self.held]
+        for body in self._stale:
+            name = self._names.get(body)
+            rect = None
+            if name is not None and body != held:
+                rect = self._static_rects.get(body) or self._box_rect(body)
+                if rect is None:  # a turned box: its AABB's floor rectangle
+                    lo, hi = pb.getAABB(body, -1, physicsClientId=self.client)
+                    rect = (lo[0], lo[1], hi[0], hi[1])
+            index.put(body, name or "", rect)
+        self._stale = set()
+
+    def _near_broadphase(
+        self, x: float, y: float, margin: float, ignore: frozenset[str] | set[str]
+    ) -> list[tuple[int, str]]:
         """(body, name) of every named body, not ignored and not the robot's, that may come
         within ``margin`` of the robot at (x, y): its AABB overlaps a box around the robot's
         disc, and (for walls, the goal and zones) its floor rectangle meets the disc itself.
@@ -631,6 +691,65 @@ class NamoScene:
 
     def is_free(self, pose: Pose2D, margin: float = 0.0) -> bool:
         return not self.collisions(pose, margin)
+
+
+# The floor index serves discs up to this much wider than the one it was built for (a
+# check's margin), before it is built again.
+_INDEX_SLACK = 0.05
+_INDEX_CELL = 0.25  # metres
+
+
+class _FloorIndex:
+    """Named bodies' floor rectangles on a grid of ``_INDEX_CELL`` squares: each cell lists
+    every body whose rectangle comes within ``reach`` of some point of the cell, so a disc
+    of radius up to ``reach`` centred in the cell can only meet the bodies listed there."""
+
+    def __init__(self, world_size: float, reach: float) -> None:
+        self.reach = reach
+        self.n = math.ceil(world_size / _INDEX_CELL)
+        self.cells: list[list[tuple[int, str, tuple[float, float, float, float]]]] = [
+            [] for _ in range(self.n * self.n)
+        ]
+        self._where: dict[int, tuple[tuple[float, float, float, float], list[int]]] = {}
+
+    def cell_of(self, x: float, y: float) -> int:
+        """The cell holding (x, y), or -1 outside the grid."""
+        col, row = math.floor(x / _INDEX_CELL), math.floor(y / _INDEX_CELL)
+        if 0 <= col < self.n and 0 <= row < self.n:
+            return row * self.n + col
+        return -1
+
+    def put(self, body: int, name: str, rect: tuple[float, float, float, float] | None) -> None:
+        """List ``body`` (as ``name``) in the cells ``rect`` reaches, and in no other; None
+        takes it out."""
+        old = self._where.get(body)
+        if old is not None and old[0] == rect:
+            return  # put back where it stood (a box tried elsewhere and returned)
+        if old is not None:
+            for cell in old[1]:
+                self.cells[cell] = [e for e in self.cells[cell] if e[0] != body]
+            del self._where[body]
+        if rect is None:
+            return
+        # A cell's points lie within half its diagonal of its centre.
+        grow = self.reach + _INDEX_CELL * math.sqrt(2) / 2
+        c = _INDEX_CELL
+        cols = range(
+            max(math.floor((rect[0] - grow) / c), 0),
+            min(math.floor((rect[2] + grow) / c) + 1, self.n),
+        )
+        rows = range(
+            max(math.floor((rect[1] - grow) / c), 0),
+            min(math.floor((rect[3] + grow) / c) + 1, self.n),
+        )
+        cells = []
+        for row in rows:
+            for col in cols:
+                if _rect_dist2(rect, (col + 0.5) * c, (row + 0.5) * c) <= grow * grow:
+                    cell = row * self.n + col
+                    self.cells[cell].append((body, name, rect))
+                    cells.append(cell)
+        self._where[body] = (rect, cells)
 
 
 def _rect_dist2(rect: tuple[float, float, float, float], x: float, y: float) -> float:
