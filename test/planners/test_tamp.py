@@ -963,6 +963,66 @@ def test_stilman_without_placement_search_gives_up_on_the_trap(settings: dict[st
         Stilman(**settings).prepare(_ScriptedMDP(_PlacementTrapInterface()), Deadline(60))  # type: ignore[arg-type]
 
 
+class _LongWayInterface(_PlacementTrapInterface):
+    """``n`` boxes stand one after the other on the way to the goal, each free to reach,
+    pick and put down. The first ``comes_back`` placements of box b0 land on the way again
+    (it blocks the goal once more); any later placement is fine."""
+
+    def __init__(self, n: int, comes_back: int = 0) -> None:
+        super().__init__()
+        self.n = n
+        self.comes_back = comes_back
+        self.state = (0, False)  # type: ignore[assignment]  # boxes moved; b0 back on the way
+        self.b0_placements = 0  # fresh samples, so not restored by a snapshot
+
+    def refine(self, step: tuple[str, ...], deadline: Deadline) -> Refinement:
+        moved, back = self.state  # type: ignore[misc]
+        if step[0] == "move_to_goal":
+            if back:
+                return Refinement(False, facts=["(blocks b0 goal)"], reason="b0 back")
+            if moved < self.n:
+                return Refinement(False, facts=[f"(blocks b{moved} goal)"], reason="blocked")
+            return self._done(step, self.state, "goal")  # type: ignore[arg-type]
+        if step[0] == "pick":
+            return self._done(step, self.state, self.at)  # type: ignore[arg-type]
+        if step[0].startswith("move_to_near_"):
+            return self._done(step, self.state, step[0][len("move_to_") :])  # type: ignore[arg-type]
+        if step == ("place", "b0"):
+            self.b0_placements += 1
+            lands_back = self.b0_placements <= self.comes_back
+            return self._done(step, (max(moved, 1), lands_back))  # type: ignore[arg-type]
+        return self._done(step, (moved + 1, back))  # type: ignore[arg-type]
+
+
+def test_stilman_clears_as_many_boxes_off_one_way_as_stand_on_it() -> None:
+    """A way across a large world meets more obstructors than the paper's; the search
+    clears every one of them (it used to stop at nine)."""
+    planner = Stilman()
+    planner.prepare(_ScriptedMDP(_LongWayInterface(15)), Deadline(60))  # type: ignore[arg-type]
+    assert planner._plan[-1][0] == "move_to_goal"
+    assert [a[1] for a in planner._plan if a[0] == "place"] == [f"b{i}" for i in range(15)]
+    assert planner.last_stats["obstacles_moved"] == 15
+    assert planner.last_stats["backtracks"] == 0
+
+
+@pytest.mark.parametrize(
+    ("comes_back", "places", "backtracks"),
+    [
+        (1, ["b0", "b0", "b1", "b2"], 0),  # found in the way again: carried off once more
+        (2, ["b0", "b0", "b1", "b2"], 1),  # a third time: that placement undone instead
+    ],
+)
+def test_stilman_clears_a_box_off_its_way_twice_at_most(
+    comes_back: int, places: list[str], backtracks: int
+) -> None:
+    iface = _LongWayInterface(3, comes_back=comes_back)
+    planner = Stilman()
+    planner.prepare(_ScriptedMDP(iface), Deadline(60))  # type: ignore[arg-type]
+    assert [a[1] for a in planner._plan if a[0] == "place"] == places
+    assert planner.last_stats["backtracks"] == backtracks
+    assert iface.b0_placements == comes_back + 1
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [({"placements": 0}, "placements"), ({"max_backtracks": -1}, "max_backtracks")],

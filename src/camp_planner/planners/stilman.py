@@ -28,6 +28,10 @@ from camp_planner.core.planner import Deadline, NoPlanFound, PlanningError
 from camp_planner.planners.tamp import InterfacePlanner, tamp_base
 
 
+# How often one box may be cleared off one way (see ``Stilman._reach``).
+CLEARS_PER_WAY = 2
+
+
 class Stilman(InterfacePlanner):
     """ResolveSpatialConstraints with backtracking over the order of obstructors.
 
@@ -44,8 +48,9 @@ class Stilman(InterfacePlanner):
 
     name = "stilman"
     # 2: placements searched (``placements``, ``max_backtracks``). 3: relaxed grid searches
-    # on the free cells only (the same paths, in less time).
-    version = "3"
+    # on the free cells only (the same paths, in less time). 4: a way may have each box
+    # cleared off it once, however many, instead of at most nine obstructors.
+    version = "4"
 
     def __init__(
         self,
@@ -149,10 +154,17 @@ class Stilman(InterfacePlanner):
         self._actions += outcome.actions
         self._states += outcome.states
 
-    def _reach(self, loc: str, depth: int, deadline: Deadline, cleared: int = 0) -> bool:
+    def _reach(
+        self, loc: str, depth: int, deadline: Deadline, cleared: tuple[str, ...] = ()
+    ) -> bool:
         """Get the robot to ``loc``, clearing obstructions recursively; True on success.
 
-        ``cleared``: obstructors already moved on this way (at most ``max_depth + 5``)."""
+        ``cleared``: the obstructors moved off this way so far, in order. A box may be
+        cleared off one way twice: the interface may put a box down near the way when
+        nothing better is free, and carries it off when it is found there again. One found
+        there a third time fails the branch, and the search puts it down elsewhere. So the
+        obstructors cleared along a way are bounded by the boxes there are, not by a
+        constant: a way across a 10×10 world meets fifteen or more."""
         iface = self._interface
         deadline.check()
         outcome = iface.refine((f"move_to_{loc}", iface.at), deadline)
@@ -160,16 +172,17 @@ class Stilman(InterfacePlanner):
             self._record(outcome)
             return True
         blockers = [f.strip("() ").split()[1] for f in outcome.facts]
-        if not blockers or depth >= self.max_depth or cleared > self.max_depth + 4:
+        movable = [b for b in blockers if cleared.count(b) < CLEARS_PER_WAY]
+        if not movable or depth >= self.max_depth or movable[0] != blockers[0]:
             return False
         iface.learn(outcome.facts)  # keeps the way as a spatial constraint for placements
-        for box in blockers:  # the first obstructor on the way first
+        for box in movable:  # the first obstructor on the way first
             for _ in range(self.placements):
                 snap = self._snapshot()
                 if not self._clear(box, depth, deadline):
                     self._restore(snap)
                     break  # it cannot be moved from here: the next obstructor
-                if self._reach(loc, depth, deadline, cleared + 1):
+                if self._reach(loc, depth, deadline, (*cleared, box)):
                     return True
                 # Moved, and the rest of the way failed: undo it, put it down elsewhere.
                 self._restore(snap)
