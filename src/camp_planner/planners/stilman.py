@@ -49,7 +49,8 @@ class Stilman(InterfacePlanner):
     name = "stilman"
     # 2: placements searched (``placements``, ``max_backtracks``). 3: relaxed grid searches
     # on the free cells only (the same paths, in less time). 4: a way may have each box
-    # cleared off it once, however many, instead of at most nine obstructors.
+    # cleared off it twice (CLEARS_PER_WAY), however many boxes stand on it, instead of
+    # at most nine obstructors in all.
     version = "4"
 
     def __init__(
