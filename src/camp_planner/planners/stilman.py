@@ -28,8 +28,8 @@ from camp_planner.core.planner import Deadline, NoPlanFound, PlanningError
 from camp_planner.planners.tamp import InterfacePlanner, tamp_base
 
 
-# How often one box may be cleared off one way (see ``Stilman._reach``).
-CLEARS_PER_WAY = 2
+# Clears allowed along one way per box met on it (see ``Stilman._reach``).
+CLEARS_PER_BOX = 2
 
 
 class Stilman(InterfacePlanner):
@@ -48,9 +48,9 @@ class Stilman(InterfacePlanner):
 
     name = "stilman"
     # 2: placements searched (``placements``, ``max_backtracks``). 3: relaxed grid searches
-    # on the free cells only (the same paths, in less time). 4: a way may have each box
-    # cleared off it twice (CLEARS_PER_WAY), however many boxes stand on it, instead of
-    # at most nine obstructors in all.
+    # on the free cells only (the same paths, in less time). 4: the clears allowed along
+    # one way grow with the boxes met on it (CLEARS_PER_BOX each, at least nine as
+    # before), instead of nine in all.
     version = "4"
 
     def __init__(
@@ -160,12 +160,12 @@ class Stilman(InterfacePlanner):
     ) -> bool:
         """Get the robot to ``loc``, clearing obstructions recursively; True on success.
 
-        ``cleared``: the obstructors moved off this way so far, in order. A box may be
-        cleared off one way twice: the interface may put a box down near the way when
-        nothing better is free, and carries it off when it is found there again. One found
-        there a third time fails the branch, and the search puts it down elsewhere. So the
-        obstructors cleared along a way are bounded by the boxes there are, not by a
-        constant: a way across a 10×10 world meets fifteen or more."""
+        ``cleared``: the obstructors moved off this way so far, in order. The same box may
+        be cleared off a way more than once (the interface puts a box down near the way
+        when nothing better is free, and carries it off when it meets it there again), so
+        a way allows ``CLEARS_PER_BOX`` clears per box it met, and never fewer than
+        ``max_depth`` + 5 in all. A box that keeps coming back fails the branch; a long
+        way with many boxes (fifteen or more across a 10×10 world) is cleared to the end."""
         iface = self._interface
         deadline.check()
         outcome = iface.refine((f"move_to_{loc}", iface.at), deadline)
@@ -173,11 +173,11 @@ class Stilman(InterfacePlanner):
             self._record(outcome)
             return True
         blockers = [f.strip("() ").split()[1] for f in outcome.facts]
-        movable = [b for b in blockers if cleared.count(b) < CLEARS_PER_WAY]
-        if not movable or depth >= self.max_depth or movable[0] != blockers[0]:
+        allowed = max(self.max_depth + 5, CLEARS_PER_BOX * len(set(cleared)))
+        if not blockers or depth >= self.max_depth or len(cleared) >= allowed:
             return False
         iface.learn(outcome.facts)  # keeps the way as a spatial constraint for placements
-        for box in movable:  # the first obstructor on the way first
+        for box in blockers:  # the first obstructor on the way first
             for _ in range(self.placements):
                 snap = self._snapshot()
                 if not self._clear(box, depth, deadline):
