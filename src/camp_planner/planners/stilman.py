@@ -27,7 +27,6 @@ from camp_planner.core.mdp import Action, FactoredMDP, State
 from camp_planner.core.planner import Deadline, NoPlanFound, PlanningError
 from camp_planner.planners.tamp import InterfacePlanner, tamp_base
 
-
 # Clears allowed along one way per box met on it (see ``Stilman._reach``).
 CLEARS_PER_BOX = 2
 
