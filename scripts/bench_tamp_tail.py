@@ -14,6 +14,10 @@ placements it undid, ``backtracks``), then the median, mean,
 past ``--timeout`` is listed with the stack sampled most often after its timeout
 (:class:`camp_planner.diagnostics.OverrunWatch`).
 
+The JSON rows also hold each plan's length in steps, the MDP's horizon and the boxes
+picked, so a run cut off by the horizon shows as one (``outcome`` ``horizon``) and a run
+close to it can be seen before it is.
+
 ``--set key=value`` changes a setting of the planner (e.g. ``--set restart_clock=wall``).
 Every finished run is appended to a checkpoint in ``artifacts/bench/`` as it ends: a killed
 run resumes from it when the same command is run again, and a completed run deletes it.
@@ -117,6 +121,9 @@ def _run(args: argparse.Namespace) -> int:
         "max_s": times[-1],
         "max_past_timeout_s": max(0.0, times[-1] - args.timeout),
         "over_twice_median": sum(t > 2 * median for t in times),
+        # Rows checkpointed before steps were recorded have none.
+        "max_steps": max((r["steps"] for r in rows if "steps" in r), default=None),
+        "horizon": next((r["horizon"] for r in rows if "horizon" in r), None),
         "wall_time_s": time.perf_counter() - started,
         "runs_finished_earlier": resumed,  # by a run that was interrupted: not in wall time
         "machine": f"{platform.machine()}, {platform.python_version()}",
@@ -220,6 +227,10 @@ def _one(
         "success": result.success,
         "outcome": result.outcome,
         "failures": result.failures,
+        # The plan's length against the MDP's horizon, and the boxes it moved.
+        "steps": result.steps,
+        "horizon": mdp.horizon,
+        "picks": sum(1 for a in result.actions if a[0] == "pick"),
         "stats": stats,
         "past_timeout_stacks": watch.top(3),
     }

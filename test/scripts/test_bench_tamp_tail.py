@@ -51,8 +51,12 @@ def test_a_small_run_reports_each_run_and_the_spread(
     for row in data["rows"]:
         assert row["success"] == (row["outcome"] == "goal")
         assert {"restarts", "resamples", "cutoffs"} <= set(row["stats"])
+        assert 0 < row["steps"] <= row["horizon"] == 200
+        assert row["picks"] == 0 or row["steps"] > 2 * row["picks"]  # a pick, then a place
         assert row["past_timeout_stacks"] == []  # done well within 60 s: never sampled
     assert data["summary"]["max_past_timeout_s"] == 0.0
+    assert data["summary"]["max_steps"] == max(r["steps"] for r in data["rows"])
+    assert data["summary"]["horizon"] == 200
     assert "tamp on 2 runs" in capsys.readouterr().out
 
 
