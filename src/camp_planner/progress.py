@@ -48,8 +48,9 @@ class LineProgress:
         self._start = self._last = clock()
         self._closed = False
         self._written = -1  # the count the last line reported
-        if initial:
-            self._write(f"{initial} already done")
+        # A first line at once: a job whose items take minutes each (a 10x10 CSI context
+        # takes 8-16 min) would otherwise leave its log empty until the first one is done.
+        self._write(f"{initial} already done" if initial else "started")
 
     def update(self, n: int = 1) -> None:
         self.n += n
