@@ -591,7 +591,7 @@ class NamoScene:
         r2 = r * r
         return [
             (body, name)
-            for body, name, rect in index.cells[cell]
+            for body, (name, rect) in index.cells[cell].items()
             if body != held and name not in ignore and _rect_dist2(rect, x, y) <= r2
         ]
 
@@ -702,13 +702,18 @@ _INDEX_CELL = 0.25  # metres
 class _FloorIndex:
     """Named bodies' floor rectangles on a grid of ``_INDEX_CELL`` squares: each cell lists
     every body whose rectangle comes within ``reach`` of some point of the cell, so a disc
-    of radius up to ``reach`` centred in the cell can only meet the bodies listed there."""
+    of radius up to ``reach`` centred in the cell can only meet the bodies listed there.
+
+    A cell maps body to (name, rectangle), in the order the bodies were put there, so that
+    moving a box costs a deletion per cell it leaves. CSI learning moves a box or two
+    between a handful of checks; with a list per cell, filtering the box out of every cell
+    was most of its time in a 10×10 world."""
 
     def __init__(self, world_size: float, reach: float) -> None:
         self.reach = reach
         self.n = math.ceil(world_size / _INDEX_CELL)
-        self.cells: list[list[tuple[int, str, tuple[float, float, float, float]]]] = [
-            [] for _ in range(self.n * self.n)
+        self.cells: list[dict[int, tuple[str, tuple[float, float, float, float]]]] = [
+            {} for _ in range(self.n * self.n)
         ]
         self._where: dict[int, tuple[tuple[float, float, float, float], list[int]]] = {}
 
@@ -727,29 +732,37 @@ class _FloorIndex:
             return  # put back where it stood (a box tried elsewhere and returned)
         if old is not None:
             for cell in old[1]:
-                self.cells[cell] = [e for e in self.cells[cell] if e[0] != body]
+                del self.cells[cell][body]
             del self._where[body]
         if rect is None:
             return
-        # A cell's points lie within half its diagonal of its centre.
-        grow = self.reach + _INDEX_CELL * math.sqrt(2) / 2
-        c = _INDEX_CELL
-        cols = range(
-            max(math.floor((rect[0] - grow) / c), 0),
-            min(math.floor((rect[2] + grow) / c) + 1, self.n),
-        )
-        rows = range(
-            max(math.floor((rect[1] - grow) / c), 0),
-            min(math.floor((rect[3] + grow) / c) + 1, self.n),
-        )
-        cells = []
-        for row in rows:
-            for col in cols:
-                if _rect_dist2(rect, (col + 0.5) * c, (row + 0.5) * c) <= grow * grow:
-                    cell = row * self.n + col
-                    self.cells[cell].append((body, name, rect))
-                    cells.append(cell)
-        self._where[body] = (rect, cells)
+        self._where[body] = (rect, self.cells_within(rect))
+        entry = (name, rect)
+        for cell in self._where[body][1]:
+            self.cells[cell][body] = entry
+
+    def cells_within(self, rect: tuple[float, float, float, float]) -> list[int]:
+        """The cells whose centres lie within ``reach`` plus half a cell's diagonal of
+        ``rect`` (a cell's points lie within half its diagonal of its centre), row by row:
+        in each row, the columns whose centres lie within the half-width the row's distance
+        from the rectangle leaves."""
+        c, n = _INDEX_CELL, self.n
+        grow = self.reach + c * math.sqrt(2) / 2
+        x0, y0, x1, y1 = rect
+        cells: list[int] = []
+        for row in range(
+            max(math.floor((y0 - grow) / c), 0), min(math.floor((y1 + grow) / c) + 1, n)
+        ):
+            cy = (row + 0.5) * c
+            dy = y0 - cy if cy < y0 else (cy - y1 if cy > y1 else 0.0)
+            left = grow * grow - dy * dy
+            if left < 0:
+                continue
+            half = math.sqrt(left)
+            lo = max(math.ceil((x0 - half) / c - 0.5), 0)
+            hi = min(math.floor((x1 + half) / c - 0.5), n - 1)
+            cells.extend(range(row * n + lo, row * n + hi + 1))
+        return cells
 
 
 def _rect_dist2(rect: tuple[float, float, float, float], x: float, y: float) -> float:

@@ -192,8 +192,19 @@ class NamoMDP(FactoredMDP):
         scene.set_base(pose)
         if held != NONE and scene.held != held and held in scene.boxes:
             scene.grasp(held)
-        self._synced = tuple(state)
+        self._remember(state, scene.held)
         return scene
+
+    def _remember(self, state: State, off: str | None) -> None:
+        """Remember that the scene shows ``state``, except for box ``off`` (carried, or let
+        go where it was carried), whose slot is remembered as held: a held slot is never
+        taken as in sync, so the next sync puts that box where its state has it. (A state
+        may also say a box is held and give its slot a floor position, as a CSI variant
+        does when it probes the slot: the scene holds the box all the same.)"""
+        synced = list(state)
+        if off is not None and off in self.layout.slot_index:
+            synced[self.layout.slot_index[off]] = HELD
+        self._synced = tuple(synced)
 
     def step(self, state: State, action: Action) -> State:
         """The (deterministic) successor of ``state`` under ``action``."""
@@ -234,7 +245,11 @@ class NamoMDP(FactoredMDP):
                 return state
             scene.grasp(str(obj))
             blocked = scene.collisions()
-            self._synced = None
+            # The scene now shows the box carried, whatever the state says: remember its
+            # slot as held, so that the next sync puts it back where that state has it.
+            # Forgetting the whole sync instead moved every box of the world again on the
+            # next step: at 10x10 (250 boxes) that was most of CSI learning's time.
+            self._remember(state, str(obj))
             if blocked:
                 return state
             out = list(state)
@@ -253,7 +268,9 @@ class NamoMDP(FactoredMDP):
             # the robot's heading instead, a box could be put down clear of the robot and
             # then overlap it once the scene was rebuilt from the state.
             hits = scene.box_collisions(held, x, y, 0.0)
-            self._synced = None
+            # The box is let go wherever it was carried: the next sync puts it down or
+            # grasps it again, and leaves the other boxes alone.
+            self._remember(state, held)
             if hits:
                 return state
             out = list(state)
