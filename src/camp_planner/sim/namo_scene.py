@@ -190,6 +190,7 @@ class NamoScene:
         # moved, appeared or went since it last looked at them.
         self._index: _FloorIndex | None = None
         self._stale: set[int] = set()
+        self._lazy_queries = 0  # queries answered since the stale set last grew past the fold
         self._zones: list[int] = []
         self._held_offset = (0.0, 0.0, 0.0)
         # Per robot part: (x, y) offset in the robot frame and radius of a disc holding it.
@@ -582,18 +583,53 @@ class NamoScene:
         if index is None or r > index.reach:
             index = self._index = _FloorIndex(self.task.settings.world_size, r + _INDEX_SLACK)
             self._stale = set(self._names)
-        if self._stale:
+        stale = self._stale
+        if stale and (len(stale) <= _FOLD_STALE or 2 * self._lazy_queries >= len(stale)):
             self._refresh(index)
+            stale = self._stale
         cell = index.cell_of(x, y)
         if cell < 0:
             return self._near_broadphase(x, y, margin, ignore)
         held = -1 if self.held is None else self.boxes[self.held]
         r2 = r * r
-        return [
+        if not stale:
+            return [
+                (body, name)
+                for body, (name, rect) in index.cells[cell].items()
+                if body != held and name not in ignore and _rect_dist2(rect, x, y) <= r2
+            ]
+        # Many bodies moved since the index was last brought up to date (CSI learning puts
+        # a new sampled state in the scene for each check, 60 boxes or so in a 10×10
+        # world): test them one by one rather than re-index them for a single query, and
+        # fold them into the index only once as many queries have been answered this way
+        # as would pay for it. The bodies listed are the same; only their order differs,
+        # and every caller reduces the list to a set or a yes/no.
+        self._lazy_queries += 1
+        near = [
             (body, name)
             for body, (name, rect) in index.cells[cell].items()
-            if body != held and name not in ignore and _rect_dist2(rect, x, y) <= r2
+            if body not in stale
+            and body != held
+            and name not in ignore
+            and _rect_dist2(rect, x, y) <= r2
         ]
+        for body in stale:
+            name = self._names.get(body)
+            if name is None or body == held or name in ignore:
+                continue
+            rect = self._floor_rect(body)
+            if _rect_dist2(rect, x, y) <= r2:
+                near.append((body, name))
+        return near
+
+    def _floor_rect(self, body: int) -> tuple[float, float, float, float]:
+        """The floor rectangle the index lists named body ``body`` by (a turned box's is its
+        AABB's)."""
+        rect = self._static_rects.get(body) or self._box_rect(body)
+        if rect is None:
+            lo, hi = pb.getAABB(body, -1, physicsClientId=self.client)
+            rect = (lo[0], lo[1], hi[0], hi[1])
+        return rect
 
     def _refresh(self, index: _FloorIndex) -> None:
         """Put every stale body where it now stands in ``index`` (nowhere if it is held or
@@ -603,12 +639,10 @@ class NamoScene:
             name = self._names.get(body)
             rect = None
             if name is not None and body != held:
-                rect = self._static_rects.get(body) or self._box_rect(body)
-                if rect is None:  # a turned box: its AABB's floor rectangle
-                    lo, hi = pb.getAABB(body, -1, physicsClientId=self.client)
-                    rect = (lo[0], lo[1], hi[0], hi[1])
+                rect = self._floor_rect(body)
             index.put(body, name or "", rect)
         self._stale = set()
+        self._lazy_queries = 0
 
     def _near_broadphase(
         self, x: float, y: float, margin: float, ignore: frozenset[str] | set[str]
@@ -697,6 +731,10 @@ class NamoScene:
 # check's margin), before it is built again.
 _INDEX_SLACK = 0.05
 _INDEX_CELL = 0.25  # metres
+# Up to this many bodies moved since the last query are re-indexed at once (a planner moves
+# a box or two between thousands of checks); more are tested one by one until the queries
+# answered that way would have paid for re-indexing them (see NamoScene._near).
+_FOLD_STALE = 16
 
 
 class _FloorIndex:
