@@ -49,7 +49,7 @@ class LineProgress:
         self._closed = False
         self._written = -1  # the count the last line reported
         # A first line at once: a job whose items take minutes each (a 10x10 CSI context
-        # takes 8-16 min) would otherwise leave its log empty until the first one is done.
+        # takes tens of minutes) would otherwise leave its log empty until one is done.
         self._write(f"{initial} already done" if initial else "started")
 
     def update(self, n: int = 1) -> None:

@@ -190,7 +190,7 @@ class NamoScene:
         # moved, appeared or went since it last looked at them.
         self._index: _FloorIndex | None = None
         self._stale: set[int] = set()
-        self._lazy_queries = 0  # queries answered since the stale set last grew past the fold
+        self._lazy_queries = 0  # queries answered without the index since it was refreshed
         self._zones: list[int] = []
         self._held_offset = (0.0, 0.0, 0.0)
         # Per robot part: (x, y) offset in the robot frame and radius of a disc holding it.
