@@ -34,6 +34,8 @@ BAD_ARGUMENTS = [
     ("probe_check_rate", ["0"]),
     ("probe_check_rate", ["--timeout", "-1"]),
     ("probe_check_rate", ["--set", "guide"]),
+    ("time_csi_learning", ["--k1", "0"]),
+    ("time_csi_learning", ["--task", "10"]),
 ]
 
 
