@@ -193,11 +193,63 @@ def test_the_broadphase_radius_does_not_depend_on_the_heading_it_was_measured_at
             radii = []
             for yaw in (0.0, 0.4, math.pi / 4, 2.0, -2.8):
                 scene.set_base((4.5, 4.5, yaw))
+                scene._measured.clear()  # measure again, not recall
                 scene._measure_robot()
                 radii.append(scene._radius)
                 assert scene.pose == (4.5, 4.5, yaw)  # measuring leaves the robot where it was
             assert max(radii) == pytest.approx(min(radii))
             assert TASK.settings.base_half_extent * math.sqrt(2) < radii[0]
+
+
+def test_the_robot_measured_once_per_held_box_is_the_robot_measured_afresh() -> None:
+    """The broadphase radius, height and part discs recalled after a pick or a drop are
+    what measuring the robot there again finds, for every box carried and none."""
+    rng = random.Random(5)
+    with direct_client() as client, direct_client() as ref_client:
+        scene, ref = NamoScene(TASK, client), NamoScene(TASK, ref_client)
+        for box in rng.sample(TASK.boxes, 4) * 2:
+            for carrying in (True, False):
+                pose = (rng.uniform(1, 8), rng.uniform(1, 8), rng.uniform(-3, 3))
+                scene.set_base(pose)
+                ref.set_base(pose)
+                ref._measured.clear()  # the reference measures afresh every time
+                if carrying:
+                    scene.grasp(box.name)
+                    ref.grasp(box.name)
+                else:
+                    scene.let_go()
+                    ref.let_go()
+                assert scene._radius == pytest.approx(ref._radius, abs=1e-9)
+                assert scene._top == pytest.approx(ref._top, abs=1e-9)
+                assert scene._part_discs.keys() == ref._part_discs.keys()
+                for part, disc in scene._part_discs.items():
+                    assert disc == pytest.approx(ref._part_discs[part], abs=1e-9)
+        assert len(scene._measured) == 5  # four boxes and none, each measured once
+
+
+def test_a_remembered_arm_solution_is_the_one_ik_finds_from_that_pose() -> None:
+    """IK answers are remembered per base pose and target: asked again, in any order, from
+    poses that reach a target and poses that do not, the answer is a fresh solve's."""
+    rng = random.Random(8)
+    box = TASK.boxes[1]
+    top = TASK.settings.box_size[2] + 0.02
+    with direct_client() as client:
+        scene = NamoScene(TASK, client)
+        poses = [
+            (box.x - d * math.cos(h), box.y - d * math.sin(h), h + rng.choice((0.0, 0.5, 2.5)))
+            for d, h in ((rng.uniform(0.4, 0.8), rng.uniform(-3, 3)) for _ in range(12))
+        ]
+        targets = [(box.x, box.y, top), (box.x + 0.2, box.y - 0.1, top)]
+        questions = [(p, t) for p in poses for t in targets] * 3
+        rng.shuffle(questions)
+        answers = {True: 0, False: 0}
+        for pose, target in questions:
+            scene.set_base(pose)
+            found = scene.arm_solution(*target)
+            assert found == scene._arm_solution(*target)
+            answers[found is not None] += 1
+        assert answers[True] > 0 and answers[False] > 0
+        assert len(scene._ik_memo) == len(poses) * len(targets)
 
 
 def test_bodies_beyond_every_part_of_the_robot_are_not_asked_of_pybullet() -> None:

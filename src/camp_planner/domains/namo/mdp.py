@@ -22,7 +22,7 @@ import contextlib
 import functools
 import math
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +109,8 @@ class NamoMDP(FactoredMDP):
     task: NamoTask | None = None
     _scene: Any = field(default=None, repr=False, compare=False)
     _synced: tuple[Hashable, ...] | None = field(default=None, repr=False, compare=False)
+    _slots: list[str | None] | None = field(default=None, repr=False, compare=False)
+    _initial: State | None = field(default=None, repr=False, compare=False)
     _memo: dict[tuple[State, Action], State] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -141,7 +143,7 @@ class NamoMDP(FactoredMDP):
     # its own on first use.
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_scene=None, _synced=None, _memo={})
+        state.update(_scene=None, _synced=None, _slots=None, _memo={})
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -152,7 +154,7 @@ class NamoMDP(FactoredMDP):
         """Give the simulator back to the process's pool (it reopens on demand)."""
         if self._scene is not None:
             self._scene.close()
-        self._scene = self._synced = None
+        self._scene = self._synced = self._slots = None
 
     def __del__(self) -> None:
         # At interpreter shutdown the server may already be gone with the process.
@@ -166,7 +168,7 @@ class NamoMDP(FactoredMDP):
             from camp_planner.sim.namo_scene import NamoScene
 
             self._scene = NamoScene.open(self._task)
-            self._synced = None
+            self._synced = self._slots = None
         return self._scene
 
     def _sync(self, state: State) -> Any:
@@ -176,15 +178,26 @@ class NamoMDP(FactoredMDP):
         held = str(state[2])
         if scene.held is not None and scene.held != held:
             scene.let_go()
-        for name, i in self.layout.slot_index.items():
-            if name not in scene.boxes:
-                continue
-            value = state[i]
-            if last is not None and last[i] == value and value != HELD:
+        if self._slots is None:
+            # The scene's boxes, by slot position: fixed while the scene is open.
+            self._slots = [name if name in scene.boxes else None for name in self.layout.slot_names]
+        slots = state[_N_FIXED:]
+        # A CSI sample's variants share all but one element with the state synced before
+        # them, object for object: the identity test settles most slots without comparing.
+        if last is None:
+            changed: Iterable[tuple[str | None, Hashable]] = zip(self._slots, slots, strict=True)
+        else:
+            changed = [
+                (name, value)
+                for name, value, was in zip(self._slots, slots, last[_N_FIXED:], strict=True)
+                if value is not was and value != was
+            ]
+        for name, value in changed:
+            if name is None or value == HELD:
                 continue
             if value == ABSENT:
                 scene.remove_box(name)
-            elif value != HELD:
+            else:
                 assert isinstance(value, tuple)
                 scene.place_box(name, float(value[0]), float(value[1]))
         pose = state[0]
@@ -303,11 +316,15 @@ class NamoMDP(FactoredMDP):
 
     # --- FactoredMDP ------------------------------------------------------------------------
     def initial_state(self) -> State:
-        slots: list[Hashable] = [ABSENT] * len(self.layout.slot_names)
-        for box in self._task.boxes:
-            slots[self.layout.slot_index[box.name] - _N_FIXED] = (round(box.x, 4), round(box.y, 4))
-        pose = _round_pose(self._task.start)
-        return (pose, self._task.room_of(pose[0], pose[1]), NONE, *slots)
+        # Built once: CSI learning's sampler starts every draw from it.
+        if self._initial is None:
+            slots: list[Hashable] = [ABSENT] * len(self.layout.slot_names)
+            for box in self._task.boxes:
+                at = (round(box.x, 4), round(box.y, 4))
+                slots[self.layout.slot_index[box.name] - _N_FIXED] = at
+            pose = _round_pose(self._task.start)
+            self._initial = (pose, self._task.room_of(pose[0], pose[1]), NONE, *slots)
+        return self._initial
 
     def reward(self, state: State, action: Action, next_state: State) -> float:
         if self.is_terminal(next_state) and not self.is_terminal(state):
