@@ -4,6 +4,7 @@ with argparse's usage error (exit status 2) naming the option."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -36,6 +37,10 @@ BAD_ARGUMENTS = [
     ("probe_check_rate", ["--set", "guide"]),
     ("time_csi_learning", ["--k1", "0"]),
     ("time_csi_learning", ["--task", "10"]),
+    ("time_planning_runs", ["--tasks", "0"]),
+    ("time_planning_runs", ["--seeds", "-1"]),
+    ("time_planning_runs", ["--timeout", "0"]),
+    ("time_planning_runs", ["--planner", "bfs"]),
 ]
 
 
@@ -50,3 +55,30 @@ def test_bad_arguments_are_refused(
         load_script(script).main(argv)
     assert exc.value.code == 2
     assert "--" in capsys.readouterr().err
+
+
+@pytest.mark.pybullet
+@pytest.mark.parametrize(
+    ("script", "argv", "message"),
+    [
+        ("time_csi_learning", ["--k1", "2"], "cannot read"),
+        ("time_planning_runs", [], "malformed YAML"),
+    ],
+)
+def test_an_unreadable_config_is_a_clear_error(
+    script: str,
+    argv: list[str],
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    load_script: Callable[[str], ModuleType],
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("csi: [unclosed")
+    try:
+        code = load_script(script).main(["--config", str(bad), *argv])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

@@ -26,14 +26,3 @@ def test_the_digest_names_what_was_learned(
     assert runs[0]["context"].startswith("robot_room")
     assert runs[0]["csi_digest"] == runs[1]["csi_digest"] != runs[2]["csi_digest"]
     assert runs[0]["seconds"] > 0
-
-
-def test_an_unreadable_config_is_a_clear_error(
-    tmp_path: Path,
-    load_script: Callable[[str], ModuleType],
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("csi: [unclosed")
-    assert load_script("time_csi_learning").main(["--config", str(bad), "--k1", "2"]) == 2
-    assert "cannot read" in capsys.readouterr().err

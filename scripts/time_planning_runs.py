@@ -1,0 +1,104 @@
+"""How long one NAMO planner takes on the first few test tasks, run one at a time.
+
+Plans each of the first ``--tasks`` test tasks with each of ``--seeds`` planner seeds, with
+pure TAMP or Stilman's algorithm (no context, so no CSIs to learn first), and prints each
+run's planning time, success, boxes picked and time per stage, then the total. It is for
+comparing two versions of the code on the same machine in the same hour, when a benchmark
+has to be compared with one run on another day: on this machine the same code has taken up
+to 1.8× as long on different days, moving as many boxes. For another checkout's code,
+point ``PYTHONPATH`` at its ``src``:
+
+    .venv/bin/python scripts/time_planning_runs.py --config config/namo-grid10.yaml
+    PYTHONPATH=/tmp/old/src .venv/bin/python scripts/time_planning_runs.py \\
+        --config config/namo-grid10.yaml
+
+Runs that picked different numbers of boxes made different plans (restart cutoffs are
+wall-clock), so compare runs that picked as many boxes, or many runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from camp_planner.core.errors import CampError
+from camp_planner.workflow import Pipeline
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, help="a NAMO configuration (YAML)")
+    parser.add_argument("--tasks", type=int, default=4, help="first test tasks (default 4)")
+    parser.add_argument("--seeds", type=int, default=2, help="planner seeds 0.. (default 2)")
+    parser.add_argument(
+        "--planner", choices=("tamp", "stilman"), default="tamp", help="default: tamp"
+    )
+    parser.add_argument("--timeout", type=float, default=60.0, help="per run (s, default 60)")
+    parser.add_argument("--json", type=Path, help="also write the runs here")
+    args = parser.parse_args(argv)
+    if args.tasks < 1 or args.seeds < 1:
+        parser.error("--tasks and --seeds must be positive")
+    if not args.timeout > 0:
+        parser.error("--timeout must be positive")
+    try:
+        result = _run(args)
+    except CampError as exc:  # a config that cannot be read or used: no traceback
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as scratch:
+        pipe = Pipeline.create("namo", args.config, Path(scratch) / "artifacts")
+        pipe.config["tasks"]["test"] = args.tasks  # task i is the same whatever the count
+        tasks = pipe.tasks("test")
+        runs: list[dict[str, Any]] = []
+        print(f"{'task':>4} {'seed':>4} {'seconds':>8} {'ok':>3} {'picks':>5}  stages (s)")
+        for index, task in enumerate(tasks):
+            for seed in range(args.seeds):
+                result, _ = pipe.run(task, args.planner, None, seed=seed, timeout_s=args.timeout)
+                run = {
+                    "task": index,
+                    "seed": seed,
+                    "seconds": result.compute_time_s,
+                    "success": result.success,
+                    "picks": sum(1 for a in result.actions if a[0] == "pick"),
+                    "stage_times_s": result.stage_times_s,
+                }
+                runs.append(run)
+                stages = ", ".join(
+                    f"{k} {v:.2f}" for k, v in result.stage_times_s.items() if v >= 0.005
+                )
+                print(
+                    f"{index:>4} {seed:>4} {run['seconds']:>8.2f} "
+                    f"{'y' if run['success'] else 'n':>3} {run['picks']:>5}  {stages}",
+                    flush=True,
+                )
+    times = [r["seconds"] for r in runs]
+    summary = {
+        "config": None if args.config is None else str(args.config),
+        "planner": args.planner,
+        "runs": len(runs),
+        "total_s": sum(times),
+        "median_s": statistics.median(times),
+        "successes": sum(1 for r in runs if r["success"]),
+        "wall_time_s": time.perf_counter() - started,
+    }
+    print(
+        f"{args.planner}: {len(runs)} runs, total {summary['total_s']:.2f} s, "
+        f"median {summary['median_s']:.2f} s, {summary['successes']} reached the goal"
+    )
+    return {"summary": summary, "runs": runs}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

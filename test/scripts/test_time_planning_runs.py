@@ -1,0 +1,39 @@
+"""Timing planning runs: every run is reported with what it planned (bad arguments and an
+unreadable config: test_script_arguments.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytestmark = pytest.mark.pybullet
+
+
+def test_each_task_and_seed_is_one_run_with_its_plan_and_stages(
+    tmp_path: Path,
+    load_script: Callable[[str], ModuleType],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "runs.json"
+    script = load_script("time_planning_runs")
+    assert script.main(["--tasks", "2", "--seeds", "2", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    runs = data["runs"]
+    assert [(r["task"], r["seed"]) for r in runs] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert all(r["success"] and r["picks"] >= 1 and r["seconds"] > 0 for r in runs)
+    assert all(r["stage_times_s"]["motion_planning"] > 0 for r in runs)
+    summary = data["summary"]
+    assert summary["runs"] == 4 and summary["successes"] == 4 and summary["planner"] == "tamp"
+    assert summary["total_s"] == pytest.approx(sum(r["seconds"] for r in runs))
+    assert "4 runs" in capsys.readouterr().out
+
+
+def test_stilman_can_be_timed_too(tmp_path: Path, load_script: Callable[[str], ModuleType]) -> None:
+    out = tmp_path / "runs.json"
+    argv = ["--planner", "stilman", "--tasks", "1", "--seeds", "1", "--json", str(out)]
+    assert load_script("time_planning_runs").main(argv) == 0
+    assert json.loads(out.read_text())["summary"]["planner"] == "stilman"
