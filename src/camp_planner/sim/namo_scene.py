@@ -196,7 +196,7 @@ class NamoScene:
         self._zones: list[int] = []
         self._held_offset = (0.0, 0.0, 0.0)
         # Per robot part: (x, y) offset in the robot frame and radius of a disc holding it.
-        self._part_discs: dict[int, tuple[float, float, float]] = {}
+        self._part_discs: dict[int, _Disc] = {}
         # What _measure_robot found, per held box (None: nothing held).
         self._measured: dict[str | None, tuple[float, float, dict[int, _Disc]]] = {}
         self._ik_memo: dict[tuple[Pose2D, float, float, float], tuple[float, ...] | None] = {}
@@ -721,8 +721,8 @@ class NamoScene:
         CSI learning picks and drops a box about once per transition it asks for."""
         known = self._measured.get(self.held)
         if known is not None:
-            self._radius, self._top, discs = known
-            self._part_discs = dict(discs)
+            # Shared, not copied: a measurement fills a new dict and nothing changes it after.
+            self._radius, self._top, self._part_discs = known
             return
         c = self.client
         pose = self.pose
@@ -749,7 +749,7 @@ class NamoScene:
         self.set_base(pose)
         self._radius = radius + 0.01
         self._top = top + 0.01
-        self._measured[self.held] = (self._radius, self._top, dict(self._part_discs))
+        self._measured[self.held] = (self._radius, self._top, self._part_discs)
 
     def is_free(self, pose: Pose2D, margin: float = 0.0) -> bool:
         return not self.collisions(pose, margin)
