@@ -12,13 +12,18 @@ point ``PYTHONPATH`` at its ``src``:
     PYTHONPATH=/tmp/old/src .venv/bin/python scripts/time_planning_runs.py \\
         --config config/namo-grid10.yaml
 
-Runs that picked different numbers of boxes made different plans (restart cutoffs are
-wall-clock), so compare runs that picked as many boxes, or many runs.
+Runs that picked different numbers of boxes made different plans (restart cutoffs and
+motion budgets are wall-clock by default), so compare runs that picked as many boxes, or
+many runs (each run's ``plan`` column is a digest of its actions). With
+``--set budget_clock=work`` the budgets count work instead, and the same
+command makes the same plans on any machine and at any load; ``--set key=value`` changes
+any setting of the planner.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import tempfile
@@ -26,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from camp_planner.config import settings_or_usage_error
 from camp_planner.core.errors import CampError
 from camp_planner.workflow import Pipeline
 
@@ -39,14 +45,22 @@ def main(argv: list[str] | None = None) -> int:
         "--planner", choices=("tamp", "stilman"), default="tamp", help="default: tamp"
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="per run (s, default 60)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change a planner setting (repeatable), e.g. --set budget_clock=work",
+    )
     parser.add_argument("--json", type=Path, help="also write the runs here")
     args = parser.parse_args(argv)
+    overrides = settings_or_usage_error(parser, args.set)
     if args.tasks < 1 or args.seeds < 1:
         parser.error("--tasks and --seeds must be positive")
     if not args.timeout > 0:
         parser.error("--timeout must be positive")
     try:
-        result = _run(args)
+        result = _run(args, overrides)
     except CampError as exc:  # a config that cannot be read or used: no traceback
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
     if args.json is not None:
@@ -55,23 +69,39 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> dict[str, Any]:
+def plan_digest(actions: list[Any]) -> str:
+    """A short digest of a run's actions: two runs with the same digest made the same plan."""
+    return hashlib.sha256(repr(actions).encode()).hexdigest()[:12]
+
+
+def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         pipe = Pipeline.create("namo", args.config, Path(scratch) / "artifacts")
         pipe.config["tasks"]["test"] = args.tasks  # task i is the same whatever the count
         tasks = pipe.tasks("test")
         runs: list[dict[str, Any]] = []
-        print(f"{'task':>4} {'seed':>4} {'seconds':>8} {'ok':>3} {'picks':>5}  stages (s)")
+        print(
+            f"{'task':>4} {'seed':>4} {'seconds':>8} {'ok':>3} {'picks':>5} {'plan':>12}"
+            "  stages (s)"
+        )
         for index, task in enumerate(tasks):
             for seed in range(args.seeds):
-                result, _ = pipe.run(task, args.planner, None, seed=seed, timeout_s=args.timeout)
+                result, _ = pipe.run(
+                    task,
+                    args.planner,
+                    None,
+                    seed=seed,
+                    timeout_s=args.timeout,
+                    overrides=overrides,
+                )
                 run = {
                     "task": index,
                     "seed": seed,
                     "seconds": result.compute_time_s,
                     "success": result.success,
                     "picks": sum(1 for a in result.actions if a[0] == "pick"),
+                    "plan": plan_digest(result.actions),
                     "stage_times_s": result.stage_times_s,
                 }
                 runs.append(run)
@@ -80,13 +110,15 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 print(
                     f"{index:>4} {seed:>4} {run['seconds']:>8.2f} "
-                    f"{'y' if run['success'] else 'n':>3} {run['picks']:>5}  {stages}",
+                    f"{'y' if run['success'] else 'n':>3} {run['picks']:>5} {run['plan']:>12}"
+                    f"  {stages}",
                     flush=True,
                 )
     times = [r["seconds"] for r in runs]
     summary = {
         "config": None if args.config is None else str(args.config),
         "planner": args.planner,
+        "settings": overrides,
         "runs": len(runs),
         "total_s": sum(times),
         "median_s": statistics.median(times),

@@ -191,3 +191,52 @@ def test_a_path_planned_with_an_edge_step_in_metres_is_valid_and_a_bad_step_is_r
     assert result.path is not None and all(_wall_free(*p) for p in result.path)
     with pytest.raises(ValueError, match="segment_m"):
         plan_base_path((1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, _wall_free, segment_m=0.0)
+
+
+def test_a_budget_of_checks_stops_a_hopeless_search_at_that_count() -> None:
+    def sealed(x: float, y: float, yaw: float) -> bool:
+        return not (4.0 < x < 5.0)
+
+    result = plan_base_path(
+        (1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, sealed, timeout_s=30, max_checks=3000
+    )
+    assert result.path is None and result.timed_out
+    # OMPL asks between extensions of its trees, so the last one may finish past the count.
+    assert 3000 <= result.checks < 3500
+
+
+# The same query under a budget of checks or of seconds, with the wall clock as it is or
+# running a millisecond per reading (a machine far slower than this one): one line each.
+_CLOCKS = """
+import itertools, sys
+from camp_planner.motion import ompl_se2
+if sys.argv[1] == "slow":
+    ticks = itertools.count()
+    ompl_se2._clock = lambda: next(ticks) * 0.001
+free = lambda x, y, t: not (4.0 < x < 5.0 and y < 7.0) and 0.3 < x < 8.7 and 0.3 < y < 8.7
+budget = {"max_checks": 20000, "timeout_s": 1e6} if sys.argv[2] == "checks" else {"timeout_s": 2}
+for _ in range(2):
+    r = ompl_se2.plan_base_path((1, 1, 0), (8, 1, 0), (0, 0, 9, 9), free, seed=3, **budget)
+    print(r.checks, r.path)
+"""
+
+
+def _query(clock: str, budget: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-c", _CLOCKS, clock, budget], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_a_budget_of_checks_gives_the_same_paths_whatever_the_clock_says() -> None:
+    here = _query("real", "checks")
+    assert here == _query("slow", "checks") and here.count("[(") >= 1
+    # A budget of seconds on the slow clock gives up sooner and plans other paths.
+    assert _query("real", "seconds") != _query("slow", "seconds")
+
+
+def test_a_bad_budget_of_checks_is_refused() -> None:
+    start, goal = (1.0, 1.0, 0.0), (8.0, 1.0, 0.0)
+    with pytest.raises(ValueError, match="max_checks"):
+        plan_base_path(start, goal, BOUNDS, _wall_free, max_checks=0)
+    with pytest.raises(ValueError, match="full"):
+        plan_base_path(start, goal, BOUNDS, _wall_free, max_checks=100, simplify="full")

@@ -26,6 +26,9 @@ def test_each_task_and_seed_is_one_run_with_its_plan_and_stages(
     assert [(r["task"], r["seed"]) for r in runs] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert all(r["success"] and r["picks"] >= 1 and r["seconds"] > 0 for r in runs)
     assert all(r["stage_times_s"]["motion_planning"] > 0 for r in runs)
+    # Each run's plan as a digest of its actions: two tasks, two plans.
+    assert all(len(r["plan"]) == 12 and int(r["plan"], 16) >= 0 for r in runs)
+    assert runs[0]["plan"] != runs[2]["plan"]
     summary = data["summary"]
     assert summary["runs"] == 4 and summary["successes"] == 4 and summary["planner"] == "tamp"
     assert summary["total_s"] == pytest.approx(sum(r["seconds"] for r in runs))
@@ -37,3 +40,21 @@ def test_stilman_can_be_timed_too(tmp_path: Path, load_script: Callable[[str], M
     argv = ["--planner", "stilman", "--tasks", "1", "--seeds", "1", "--json", str(out)]
     assert load_script("time_planning_runs").main(argv) == 0
     assert json.loads(out.read_text())["summary"]["planner"] == "stilman"
+
+
+def test_planner_settings_can_be_changed_and_an_unknown_one_is_a_clear_error(
+    tmp_path: Path,
+    load_script: Callable[[str], ModuleType],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "runs.json"
+    argv = ["--tasks", "1", "--seeds", "1", "--set", "budget_clock=work", "--json", str(out)]
+    assert load_script("time_planning_runs").main(argv) == 0
+    data = json.loads(out.read_text())
+    assert data["summary"]["settings"] == {"budget_clock": "work"}
+    assert data["runs"][0]["success"]
+    with pytest.raises(SystemExit) as exc:
+        load_script("time_planning_runs").main(["--tasks", "1", "--set", "budget_clok=work"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown setting" in err and "budget_clock" in err and "Traceback" not in err

@@ -76,9 +76,16 @@ def plan_base_path(
     step: float = 0.05,
     simplify: str = "shortcut",
     segment_m: float | None = None,
+    max_checks: int | None = None,
 ) -> MotionResult:
     """A collision-free SE(2) path from ``start`` to ``goal`` within ``bounds`` =
     (x_min, y_min, x_max, y_max), or ``path=None`` when OMPL finds none before ``timeout_s``.
+
+    ``max_checks``: when given, the search's budget is this many validity checks and
+    ``timeout_s`` only caps its wall-clock time. A budget of work gives the same answer on
+    a slow machine as on a fast one (OMPL's random numbers are seeded per process, so the
+    same calls in a fresh process give the same paths); a budget of seconds gives up
+    sooner on a slower or busier machine, and the plan built on the answer changes.
 
     ``simplify``: ``shortcut`` (default) removes vertices and pulls the path taut with
     OMPL's shortcutting passes; ``full`` runs OMPL's whole simplification (also B-spline
@@ -92,8 +99,8 @@ def plan_base_path(
     ``resolution``, which is a fraction of the bounds' extent: 0.004 of it is 5.7 cm in a
     9 m world, 2.8 cm in one 3.8 m room and 17.6 cm in a 30 m world.
 
-    Raises ValueError for an unknown planner name, simplification or a non-positive timeout
-    or ``segment_m``."""
+    Raises ValueError for an unknown planner name, simplification or a non-positive timeout,
+    ``segment_m`` or ``max_checks``, and for ``max_checks`` with ``simplify="full"``."""
     if planner not in PLANNERS:
         raise ValueError(f"unknown OMPL planner '{planner}'; choose one of: {', '.join(PLANNERS)}")
     if simplify not in SIMPLIFY:
@@ -102,6 +109,12 @@ def plan_base_path(
         raise ValueError(f"timeout_s must be positive, got {timeout_s}")
     if segment_m is not None and not segment_m > 0:
         raise ValueError(f"segment_m must be positive, got {segment_m}")
+    if max_checks is not None and max_checks < 1:
+        raise ValueError(f"max_checks must be positive, got {max_checks}")
+    if max_checks is not None and simplify == "full":
+        # OMPL's whole simplification runs for a time, so its result would depend on the
+        # machine again.
+        raise ValueError("simplify 'full' is bounded by time: use 'shortcut' with max_checks")
     checks = 0
     t0 = _clock()
     if not (is_valid(*start) and is_valid(*goal)):
@@ -115,17 +128,31 @@ def plan_base_path(
     # long as the budget lasts, instead of reporting "no path" to the task planner.
     while True:
         remaining = timeout_s - (_clock() - t0)
-        if remaining <= 0:
+        checks_left = None if max_checks is None else max_checks - checks
+        if remaining <= 0 or (checks_left is not None and checks_left <= 0):
             return MotionResult(None, _clock() - t0, checks, True)
         attempt = _attempt(
-            start, goal, bounds, is_valid, remaining, planner, resolution, step, simplify, segment_m
+            start,
+            goal,
+            bounds,
+            is_valid,
+            remaining,
+            planner,
+            resolution,
+            step,
+            simplify,
+            segment_m,
+            checks_left,
         )
         checks += attempt.checks
         elapsed = _clock() - t0
         if attempt.path is not None:
             return MotionResult(attempt.path, elapsed, checks, False, attempt.vertices)
         if not attempt.clipped:
-            return MotionResult(None, elapsed, checks, elapsed >= timeout_s * 0.99)
+            spent = elapsed >= timeout_s * 0.99
+            if max_checks is not None:
+                spent = spent or checks >= max_checks
+            return MotionResult(None, elapsed, checks, spent)
         resolution /= 2
         segment_m = None if segment_m is None else segment_m / 2
 
@@ -176,9 +203,11 @@ def _attempt(
     step: float,
     simplify: str,
     segment_m: float | None = None,
+    max_checks: int | None = None,
 ) -> _Attempt:
     """One OMPL solve with fresh objects at the given edge-checking resolution (``segment_m``
-    metres of SE(2) distance if given, else ``resolution`` of the space's extent)."""
+    metres of SE(2) distance if given, else ``resolution`` of the space's extent), within
+    ``timeout_s`` and, if given, ``max_checks`` validity checks."""
     t0 = _clock()
     checks = 0
     # OMPL bounds its search by the budget but not its path simplification: rope
@@ -189,13 +218,17 @@ def _attempt(
     # out nothing changes.
     stop_at = t0 + timeout_s
     simplifying = False
+
+    def spent() -> bool:
+        return (max_checks is not None and checks >= max_checks) or _clock() >= stop_at
+
     space = ob.SE2StateSpace()
     space.setBounds(_bounds(bounds))
     setup = og.SimpleSetup(space)
 
     def valid(state: object) -> bool:
         nonlocal checks
-        if simplifying and _clock() >= stop_at:
+        if simplifying and spent():
             return False
         checks += 1
         return bool(is_valid(state.getX(), state.getY(), state.getYaw()))  # type: ignore[attr-defined]
@@ -212,7 +245,12 @@ def _attempt(
         st.setYaw((yaw + math.pi) % (2 * math.pi) - math.pi)
     setup.setStartAndGoalStates(s, g)
     setup.setPlanner(PLANNERS[planner](info))
-    solved = setup.solve(timeout_s)
+    if max_checks is None:
+        solved = setup.solve(timeout_s)
+    else:
+        # OMPL asks the condition at every iteration of its search, in this thread: the
+        # search stops after the same samples whatever the machine's speed.
+        solved = setup.solve(ob.PlannerTerminationCondition(spent))
     if not (solved and setup.haveExactSolutionPath()):
         return _Attempt(None, None, checks, False)
     path = setup.getSolutionPath()

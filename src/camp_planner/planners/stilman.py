@@ -42,7 +42,8 @@ class Stilman(InterfacePlanner):
             fails the call, so an unsolvable task still fails in seconds, not at the
             deadline (the search is exponential in the number of boxes moved).
         motion_timeout_s, detour_timeout_s, motion_planner, relaxed, guide, restart_s,
-            restart_growth, edge_step_m, failed_motions: as for the TAMP planner.
+            restart_growth, edge_step_m, failed_motions, budget_clock: as for the TAMP
+            planner.
     """
 
     name = "stilman"
@@ -67,6 +68,7 @@ class Stilman(InterfacePlanner):
         restart_growth: float = 2.0,
         edge_step_m: float | None = None,
         failed_motions: str = "retry",
+        budget_clock: str = "wall",
     ) -> None:
         super().__init__(
             seed,
@@ -79,6 +81,7 @@ class Stilman(InterfacePlanner):
             restart_growth,
             edge_step_m=edge_step_m,
             failed_motions=failed_motions,
+            budget_clock=budget_clock,
         )
         if max_depth < 0:
             raise ValueError(f"max_depth must be non-negative, got {max_depth}")
@@ -109,7 +112,9 @@ class Stilman(InterfacePlanner):
         assert mdp is not None
         base, camp = tamp_base(mdp)
         full = camp.sigma_inv(state) if camp is not None else state
-        self._interface = base.tamp_interface(full, camp, self._attempt_seed, self.settings)
+        self._interface = self._open(
+            base.tamp_interface(full, camp, self._attempt_seed, self.settings)
+        )
         self._actions: list[Action] = []
         self._states: list[State] = [full]
         self._resolved = 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,26 +41,49 @@ RELAXED_MODES = ("grid", "ompl", "ompl_doors")
 # How a domain's interface splits base motions (see ``TAMP``'s ``guide`` setting).
 GUIDES = ("doors", "none", "rooms")
 FAILED_MOTIONS = ("retry", "give_up")
+# What TAMP's budgets (restart cutoffs, motion-planning budgets) are measured on.
+BUDGET_CLOCKS = ("wall", "work")
+# ``budget_clock: work``: the nominal cost of one Fast Downward call, a fixed part and a part
+# per character of the problem, which its translator reads (fitted to 79 calls in the paper's
+# world and the 10×10 one on the machine of record, 2026-11-28: 12 ms and 48 ms medians).
+FD_CALL_WORK_S = 0.015
+FD_CHAR_WORK_S = 7e-5
+
+
+def fd_work(problem: str) -> float:
+    """The nominal seconds of work one Fast Downward call on ``problem`` counts for."""
+    return FD_CALL_WORK_S + FD_CHAR_WORK_S * len(problem)
 
 
 class AttemptCutoff(Deadline):
     """One attempt's budget inside a planning call's ``outer`` deadline, whose clock can be
     turned back by the time the attempt spent making progress (see ``restart_clock``).
 
-    It never reaches past ``outer``: credit beyond what the call has left is not given."""
+    ``clock``: what the cutoff is measured on, the outer deadline's clock unless given (a
+    clock of work done: see ``budget_clock``). It never reaches past ``outer``: on the same
+    clock credit beyond what the call has left is not given; on another, the cutoff is
+    expired once ``outer`` is."""
 
-    def __init__(self, cutoff: float, outer: Deadline) -> None:
-        super().__init__(cutoff, outer.clock)
+    def __init__(
+        self, cutoff: float, outer: Deadline, clock: Callable[[], float] | None = None
+    ) -> None:
+        super().__init__(cutoff, outer.clock if clock is None else clock)
         self.outer = outer
+        self._own_clock = clock is not None and clock is not outer.clock
 
     @property
     def call(self) -> Deadline:
         return self.outer.call
 
+    def expired(self) -> bool:
+        return super().expired() or (self._own_clock and self.outer.expired())
+
     def credit(self, seconds: float) -> None:
         """Give back ``seconds`` the attempt spent on work that succeeded."""
         assert self.seconds is not None
-        self.seconds = min(self.seconds + seconds, self.elapsed + self.outer.remaining)
+        self.seconds += seconds
+        if not self._own_clock:
+            self.seconds = min(self.seconds, self.elapsed + self.outer.remaining)
 
 
 class Stuck(NoPlanFound):
@@ -149,8 +173,14 @@ class InterfacePlanner(Planner):
         restart_clock: str = "wall",
         edge_step_m: float | None = None,
         failed_motions: str = "retry",
+        budget_clock: str = "wall",
     ) -> None:
         super().__init__(seed)
+        if budget_clock not in BUDGET_CLOCKS:
+            raise ValueError(
+                f"budget_clock must be one of {', '.join(BUDGET_CLOCKS)}, got {budget_clock!r}"
+            )
+        self.budget_clock = budget_clock
         if failed_motions not in FAILED_MOTIONS:
             raise ValueError(
                 f"failed_motions must be one of {', '.join(FAILED_MOTIONS)}, got {failed_motions!r}"
@@ -186,7 +216,12 @@ class InterfacePlanner(Planner):
             "guide": guide,
             "edge_step_m": None if edge_step_m is None else float(edge_step_m),
             "failed_motions": failed_motions,
+            "budget_clock": budget_clock,
         }
+        # Work done in this planning call, in nominal seconds (``budget_clock: work``): what
+        # closed interfaces and task planning did, and the interface at work now.
+        self._work_done = 0.0
+        self._live: Any = None
         self._mdp: FactoredMDP | None = None
         self._plan: list[Action] = []
         self._expected: list[State] = []
@@ -223,20 +258,30 @@ class InterfacePlanner(Planner):
         attempt = 0
         self.cutoffs = 0
         self.stucks = 0
+        self._work_done, self._live = 0.0, None
+        work = self.budget_clock == "work"
         while True:
             # Attempt 0 keeps the planner's seed: without a cutoff nothing changes.
             self._attempt_seed = self.seed + 104_729 * attempt
-            last = cutoff is None or deadline.remaining <= cutoff
+            # On the work clock the attempt that the deadline would end anyway is not
+            # foreseen (that would read the wall clock): every attempt gets its cutoff, and
+            # the deadline ends whichever runs when it passes.
+            last = cutoff is None or (not work and deadline.remaining <= cutoff)
             try:
                 attempt_deadline = deadline
                 if cutoff is not None and not last:
-                    attempt_deadline = AttemptCutoff(cutoff, deadline)
+                    attempt_deadline = AttemptCutoff(cutoff, deadline, self.work if work else None)
                 self._solve(state, attempt_deadline)
                 return
             except PlanningTimeout:
                 if last or cutoff is None:  # (cutoff is None implies last; for mypy)
                     raise
                 deadline.check()
+                if work and not attempt_deadline.expired():
+                    # Not the attempt's cutoff but the call's time running short (Fast
+                    # Downward does not start in too little of it): a restart would not
+                    # have more.
+                    raise
                 self.cutoffs += 1
                 cutoff *= self.restart_growth
             except Stuck:
@@ -249,6 +294,19 @@ class InterfacePlanner(Planner):
     def _solve(self, state: State, deadline: Deadline) -> None:
         raise NotImplementedError
 
+    def work(self) -> float:
+        """Work done in this planning call so far, in nominal seconds: the clock of
+        ``budget_clock: work``. It counts what the interfaces report (NAMO: collision
+        checks, IK solves, grid cells searched; see ``NamoTampInterface.work``) and task
+        planning, each at a fixed cost, so it reads the same on any machine."""
+        live = self._live
+        return self._work_done + (float(live.work()) if live is not None else 0.0)
+
+    def _open(self, interface: Any) -> Any:
+        """Make ``interface`` the one whose work :meth:`work` counts (until it is closed)."""
+        self._live = interface if hasattr(interface, "work") else None
+        return interface
+
     def _progress(self, deadline: Deadline, seconds: float) -> None:
         """Record ``seconds`` of work that succeeded (a refined step) in an attempt: under
         ``restart_clock: stalled`` they do not count toward its cutoff."""
@@ -259,7 +317,9 @@ class InterfacePlanner(Planner):
         self.stage_times[stage] = self.stage_times.get(stage, 0.0) + seconds
 
     def _finish(self, interface: TampInterface) -> None:
-        """Close the interface and take over its stage times."""
+        """Close the interface and take over its stage times and work."""
+        if self._live is interface:
+            self._work_done, self._live = self.work(), None
         interface.close()
         for stage, seconds in interface.stage_times.items():
             self._add_time(stage, seconds)
@@ -314,6 +374,13 @@ class TAMP(InterfacePlanner):
             refiner asks for the same motion; ``give_up`` takes such a failed search as the
             motion's answer, and answers a motion that already failed in this planning call
             (same poses, same boxes, no larger budget) at once.
+        budget_clock: what ``restart_s``, ``motion_timeout_s`` and ``detour_timeout_s`` are
+            measured on. ``wall`` (the default): seconds, so a slower or busier machine gives
+            up sooner and plans differently. ``work``: work done in nominal seconds (each
+            collision check, IK solve, grid cell searched and Fast Downward call at a fixed
+            cost, about its time on the machine of record), so the same command makes the
+            same plans on any machine; OMPL then stops after a number of validity checks.
+            The planning call's timeout stays on the wall clock either way.
     """
 
     name = "tamp"
@@ -338,6 +405,7 @@ class TAMP(InterfacePlanner):
         restart_clock: str = "wall",
         edge_step_m: float | None = None,
         failed_motions: str = "retry",
+        budget_clock: str = "wall",
     ) -> None:
         super().__init__(
             seed,
@@ -352,6 +420,7 @@ class TAMP(InterfacePlanner):
             restart_clock,
             edge_step_m,
             failed_motions,
+            budget_clock,
         )
         if max_replans < 0:
             raise ValueError(f"max_replans must be non-negative, got {max_replans}")
@@ -396,7 +465,7 @@ class TAMP(InterfacePlanner):
         assert mdp is not None
         base, camp = tamp_base(mdp)
         full = camp.sigma_inv(state) if camp is not None else state
-        interface = base.tamp_interface(full, camp, self._attempt_seed, self.settings)
+        interface = self._open(base.tamp_interface(full, camp, self._attempt_seed, self.settings))
         actions: list[Action] = []
         states: list[State] = [full]
         replans = 0
@@ -410,7 +479,14 @@ class TAMP(InterfacePlanner):
                 domain, problem = interface.pddl()
                 t0 = time.perf_counter()
                 try:
-                    lines = self.runner.solve(domain, problem, deadline)
+                    if self.budget_clock == "work":
+                        # Fast Downward is killed only at the call's deadline: killed at an
+                        # attempt's cutoff, it would end a different attempt on a slower
+                        # machine. Its work is counted after it, at a nominal cost.
+                        self._work_done += fd_work(problem)
+                        lines = self.runner.solve(domain, problem, deadline.call)
+                    else:
+                        lines = self.runner.solve(domain, problem, deadline)
                 except Unsolvable:
                     # The obstructions learnt so far, each read off one sampled path, cannot
                     # all hold of the ways the plan needs (e.g. A blocks the way to B and B

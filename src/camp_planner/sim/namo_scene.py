@@ -153,6 +153,7 @@ class NamoScene:
         c = client
         self.checks = 0  # collision queries answered (the four methods below)
         self.check_seconds = 0.0  # ... and the time they took
+        self.ik_requests = 0  # arm_solution calls, remembered answers included
         self.walls: list[int] = []
         for x0, y0, x1, y1 in task.walls():
             self.walls.append(
@@ -354,6 +355,7 @@ class NamoScene:
         Remembered per base pose and target: the arm starts every solve tucked, so the
         answer depends on nothing else. A CSI sample's variants ask the same question up to
         25 times, and IK was a fifth of CSI learning's time."""
+        self.ik_requests += 1
         key = (self.pose, x, y, z)
         if key in self._ik_memo:
             return self._ik_memo[key]

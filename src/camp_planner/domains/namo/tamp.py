@@ -69,6 +69,16 @@ DOOR_KEEP_OUT = 0.75  # metres around a doorway's centre where nothing may be pu
 # disc's radius around it) outweighs any detour in a 180 x 180 grid.
 BOX_CELL_COST = 1000.0
 NEAR_BOX_CELL_COST = 10.0
+# ``budget_clock: work``: nominal seconds per unit of work. Measured on the machine of record
+# (2026-11-28, pure TAMP on 10 tasks of the paper's world and 3 of the 10×10 one, 2 seeds):
+# 6.7-7.1 µs of OMPL query per validity check, 0.5-0.6 ms per IK request, 77-82 ns per node
+# of a grid search and 5-9 ns per cell labelled. Those were 70 % of planning time, so each
+# is raised to carry its share of the code around it (checks less: grasps and placements
+# check too): a planning call's work then came to 0.9-1.1 times its planning time.
+CHECK_WORK_S = 8e-6
+IK_WORK_S = 0.8e-3
+GRID_NODE_WORK_S = 110e-9
+GRID_CELL_WORK_S = 10e-9
 
 
 def allowed_rooms(camp: CAMP | None) -> frozenset[int] | None:
@@ -110,6 +120,9 @@ class NamoTampInterface:
         step = settings.get("edge_step_m")  # validated by the planner
         self.edge_step_m = None if step is None else float(step)
         self.give_up = settings.get("failed_motions", "retry") == "give_up"
+        # What motion budgets are measured on (validated by the planner): seconds, or the
+        # work this interface has done (``work``), the same on any machine.
+        self.work_budgets = settings.get("budget_clock", "wall") == "work"
         # (start, goal, ignore_boxes, solid, state) -> the largest budget a search for that
         # motion failed in, this call (``failed_motions: give_up`` only).
         self._failed: dict[tuple[Any, ...], float] = {}
@@ -123,6 +136,10 @@ class NamoTampInterface:
         # call is the scene's clock now against at close (stage ``collision_checks``).
         scene = mdp.scene()
         self._check_clock: tuple[Any, float] = (scene, scene.check_seconds)
+        # The work counters at the start of this call (see ``work``).
+        self._work_from = (scene.checks, scene.ik_requests)
+        self.grid_nodes = 0  # nodes of the grid graphs searched (Dijkstra)
+        self.grid_cells = 0  # cells labelled in reachability tests
         self.at = "here"
         self.moved: set[str] = set()
         self.blocks: dict[str, set[str]] = {}  # location -> boxes blocking the way there
@@ -270,6 +287,35 @@ class NamoTampInterface:
                 return False
         return True
 
+    def work(self) -> float:
+        """The work this interface has done, in nominal seconds: its collision checks, IK
+        solves and grid cells searched, each at a fixed cost (``CHECK_WORK_S`` and the
+        like). The costs include a share of the code around each (a planning call's work
+        came to about its planning time on the machine of record), and counts do not depend
+        on the machine: a budget measured on this clock ends at the same point anywhere."""
+        scene = self.mdp.scene()
+        checks0, ik0 = self._work_from
+        return float(
+            (scene.checks - checks0) * CHECK_WORK_S
+            + (scene.ik_requests - ik0) * IK_WORK_S
+            + self.grid_nodes * GRID_NODE_WORK_S
+            + self.grid_cells * GRID_CELL_WORK_S
+        )
+
+    def _budget_clock(self) -> float:
+        """The clock motion budgets are measured on: work done, or the wall clock."""
+        return self.work() if self.work_budgets else time.perf_counter()
+
+    def _ompl_limits(self, budget: float, deadline: Deadline) -> dict[str, Any]:
+        """``plan_base_path``'s limits for a query with ``budget`` (on the budget clock):
+        seconds, or validity checks with the planning call's time left as a cap."""
+        if not self.work_budgets:
+            return {"timeout_s": max(budget, 1e-3)}
+        return {
+            "timeout_s": max(deadline.call.remaining, 1e-3),
+            "max_checks": max(1, math.ceil(budget / CHECK_WORK_S)),
+        }
+
     def close(self) -> None:
         """Take the planning-only keep-out zones out of the shared simulator, and add the
         time of this call's collision queries to its stages (``collision_checks``: part of
@@ -357,6 +403,7 @@ class NamoTampInterface:
             return MotionResult(None, time.perf_counter() - t0, 0, False)
         before = scene.checks
         budget = min(timeout or self.motion_timeout, max(deadline.remaining, 1e-3))
+        w0 = self._budget_clock()
         key, asked = (start, goal, ignore_boxes, solid, self.state), budget
         if self.give_up and self._failed.get(key, 0.0) >= asked:
             # A randomised search that used up a larger budget on the same motion among the
@@ -371,10 +418,10 @@ class NamoTampInterface:
         # ``relaxed: ompl`` keeps the paper's one unguided query, so its runs reproduce.
         guided = self.relaxed_mode == "ompl_doors" if ignore_boxes else self.guide != "none"
         if guided:
-            result = self._plan_guided(start, goal, solid, valid, budget, ignore_boxes)
+            result = self._plan_guided(start, goal, solid, valid, budget, deadline, ignore_boxes)
             if result is None and self.guide == "rooms" and not ignore_boxes:
-                result = self._plan_in_room(start, goal, valid, budget)
-            budget -= time.perf_counter() - t0
+                result = self._plan_in_room(start, goal, valid, budget, deadline)
+            budget -= self._budget_clock() - w0
         # A guided or in-room search that failed is the answer under ``give_up``: the whole
         # world's query after one found a path in none of 12 such cases (80 runs in the
         # paper's and the 7×7 world) and took as long again as the search before it.
@@ -384,11 +431,11 @@ class NamoTampInterface:
                 goal,
                 (0.0, 0.0, size, size),
                 valid,
-                timeout_s=max(budget, 1e-3),
                 seed=self.rng.randrange(2**31),
                 planner=self.motion_planner,
                 resolution=EDGE_RESOLUTION,
                 segment_m=self.edge_step_m,
+                **self._ompl_limits(budget, deadline),
             )
         self.checks += scene.checks - before
         self._timed("motion_planning", t0)
@@ -407,6 +454,7 @@ class NamoTampInterface:
         solid: str,
         valid: Callable[[float, float, float], bool],
         budget: float,
+        deadline: Deadline,
         ignore_boxes: bool = False,
     ) -> MotionResult | None:
         """A base motion across rooms as OMPL queries from doorway to doorway, or None when
@@ -425,7 +473,7 @@ class NamoTampInterface:
         task = self.task
         if task.room_of(start[0], start[1]) == task.room_of(goal[0], goal[1]):
             return None
-        t0 = time.perf_counter()
+        t0, w0 = time.perf_counter(), self._budget_clock()
         route = self._fewest_boxes_path(start, goal, solid, "ignored" if ignore_boxes else "solid")
         if route is None:
             return None
@@ -450,17 +498,17 @@ class NamoTampInterface:
         vertices: list[Pose2D] = [start]
         checks = 0
         for (a, b), room in zip(pairwise(points), rooms, strict=True):
-            left = budget - (time.perf_counter() - t0)
+            left = budget - (self._budget_clock() - w0)
             piece = plan_base_path(
                 a,
                 b,
                 self._room_bounds(room),
                 valid,
-                timeout_s=max(min(left, budget / 2), 1e-3),
                 seed=self.rng.randrange(2**31),
                 planner=self.motion_planner,
                 resolution=EDGE_RESOLUTION,
                 segment_m=self.edge_step_m,
+                **self._ompl_limits(min(left, budget / 2), deadline),
             )
             checks += piece.checks
             if piece.path is None or piece.vertices is None:
@@ -490,6 +538,7 @@ class NamoTampInterface:
         goal: Pose2D,
         valid: Callable[[float, float, float], bool],
         budget: float,
+        deadline: Deadline,
     ) -> MotionResult | None:
         """``guide: rooms``: a motion whose start and goal share a room, planned first within
         that room's bounds (half the budget), or None when they do not share one.
@@ -509,11 +558,11 @@ class NamoTampInterface:
             goal,
             self._room_bounds(room),
             valid,
-            timeout_s=max(budget / 2, 1e-3),
             seed=self.rng.randrange(2**31),
             planner=self.motion_planner,
             resolution=EDGE_RESOLUTION,
             segment_m=self.edge_step_m,
+            **self._ompl_limits(budget / 2, deadline),
         )
 
     def _door_pose(
@@ -597,6 +646,7 @@ class NamoTampInterface:
         _open_around(blocked, s, t)  # both poses were checked exactly by the caller
         # 4-connected components of the free cells (ndimage's default structure).
         labels, _ = ndimage.label(~blocked)
+        self.grid_cells += blocked.size
         return s == t or bool(labels[s] != 0 and labels[s] == labels[t])
 
     def _fewest_boxes_path(
@@ -707,6 +757,7 @@ class NamoTampInterface:
         src = int(np.searchsorted(ids, s[0] * n + s[1]))
         graph = csr_matrix((node_cost[indices], indices, indptr), shape=(len(ids), len(ids)))
         dist, parent = dijkstra(graph, indices=src, return_predecessors=True)
+        self.grid_nodes += len(ids)
         out: list[list[Pose2D] | None] = []
         for goal, t in zip(goals, ends, strict=True):
             dst = int(np.searchsorted(ids, t[0] * n + t[1]))
