@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from camp_planner.config import settings_or_usage_error
+from camp_planner.config import add_settings_argument, settings_or_usage_error
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.diagnostics import OverrunWatch, lateness
@@ -80,12 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         help="processes learning the CSIs, before any timing (default 1; runs are timed one "
         "at a time whatever this says)",
     )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a planner setting for TAMP and Stilman alike (repeatable), e.g. guide=none",
+    add_settings_argument(
+        parser, "a planner setting for TAMP and Stilman alike (repeatable), e.g. guide=none"
     )
     parser.add_argument(
         "--context",

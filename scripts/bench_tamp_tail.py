@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from camp_planner.config import settings_or_usage_error
+from camp_planner.config import add_settings_argument, settings_or_usage_error
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import run_episode
 from camp_planner.core.planner import Planner
@@ -59,12 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--planner", choices=("tamp", "stilman"), default="tamp")
     parser.add_argument("--timeout", type=float, default=60.0, help="per planning call (s)")
     parser.add_argument("--config", type=Path, help="YAML overriding the NAMO defaults")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a planner setting (repeatable), e.g. restart_clock=wall or restart_s=null",
+    add_settings_argument(
+        parser, "a planner setting (repeatable), e.g. restart_clock=wall or restart_s=null"
     )
     parser.add_argument("--json", type=Path, help="also write every run here")
     args = parser.parse_args(argv)

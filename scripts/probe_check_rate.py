@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from camp_planner.config import settings_or_usage_error
+from camp_planner.config import add_settings_argument, settings_or_usage_error
 from camp_planner.core.errors import CampError
 from camp_planner.sim.namo_scene import connected_clients
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
@@ -38,12 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--config", type=Path, default=CONFIG, help="a NAMO configuration")
     parser.add_argument("--timeout", type=float, default=30.0, help="per planning call (s)")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=["relaxed=ompl"],
-        metavar="KEY=VALUE",
-        help="a planner setting (repeatable; default relaxed=ompl, as the long runs had)",
+    add_settings_argument(
+        parser,
+        "a planner setting (repeatable; default relaxed=ompl, as the long runs had)",
+        default=("relaxed=ompl",),
     )
     parser.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS)
     args = parser.parse_args(argv)

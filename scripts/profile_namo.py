@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import camp_planner
-from camp_planner.config import settings_or_usage_error
+from camp_planner.config import add_settings_argument, settings_or_usage_error
 from camp_planner.core.errors import CampError
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
@@ -40,9 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="planner seed (default 0)")
     parser.add_argument("--timeout", type=float, default=60.0, help="per planning call (s)")
     parser.add_argument("--context", choices=("space", "route"), default="route")
-    parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="a planner setting"
-    )
+    add_settings_argument(parser, "a planner setting")
     parser.add_argument(
         "--min-share",
         type=float,

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from camp_planner.config import settings_or_usage_error
+from camp_planner.config import add_settings_argument, settings_or_usage_error
 from camp_planner.core.errors import CampError
 from camp_planner.workflow import Pipeline
 
@@ -45,13 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         "--planner", choices=("tamp", "stilman"), default="tamp", help="default: tamp"
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="per run (s, default 60)")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="change a planner setting (repeatable), e.g. --set budget_clock=work",
-    )
+    add_settings_argument(parser, "change a planner setting (repeatable), e.g. budget_clock=work")
     parser.add_argument("--json", type=Path, help="also write the runs here")
     args = parser.parse_args(argv)
     overrides = settings_or_usage_error(parser, args.set)

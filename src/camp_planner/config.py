@@ -89,6 +89,16 @@ def _same_kind(default: Any, value: Any) -> bool:
     return isinstance(value, type(default))
 
 
+def add_settings_argument(
+    parser: argparse.ArgumentParser, help_text: str, default: tuple[str, ...] = ()
+) -> None:
+    """A script's repeatable ``--set KEY=VALUE`` option (planner settings), read with
+    :func:`settings_or_usage_error`. Items given are added to ``default``."""
+    parser.add_argument(
+        "--set", action="append", default=list(default), metavar="KEY=VALUE", help=help_text
+    )
+
+
 def settings_or_usage_error(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, Any]:
     """:func:`parse_settings` for a script's ``--set`` items, a bad one reported as the
     parser's usage error (exit status 2), before any planning or learning starts."""
