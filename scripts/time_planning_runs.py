@@ -23,7 +23,6 @@ any setting of the planner.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import statistics
 import tempfile
@@ -33,6 +32,7 @@ from typing import Any
 
 from camp_planner.config import add_settings_argument, settings_or_usage_error
 from camp_planner.core.errors import CampError
+from camp_planner.learning.labels import plan_digest
 from camp_planner.workflow import Pipeline
 
 
@@ -61,11 +61,6 @@ def main(argv: list[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1))
     return 0
-
-
-def plan_digest(actions: list[Any]) -> str:
-    """A short digest of a run's actions: two runs with the same digest made the same plan."""
-    return hashlib.sha256(repr(actions).encode()).hexdigest()[:12]
 
 
 def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> dict[str, Any]:

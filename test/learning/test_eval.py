@@ -42,8 +42,27 @@ def test_tiny_eval_writes_results_table_and_plot(tmp_path: Path) -> None:
         methods["camp"]["objective"]["mean"]
     )
     assert "fraction_of_oracle_rerun" in methods["camp"]
+    # Each episode names its plan by a digest of its actions. BFS-replan is deterministic,
+    # so wherever the CAMP picked the oracle's context it made the oracle's plan.
+    plans = [r["plan"] for runs in episodes.values() for seed in runs for r in seed]
+    assert all(len(p) == 12 and int(p, 16) >= 0 for p in plans) and len(set(plans)) > 1
+    same = [
+        (c["plan"], o["plan"])
+        for cs, os_ in zip(episodes["camp"], episodes["oracle"], strict=True)
+        for c, o in zip(cs, os_, strict=True)
+        if c["context_id"] == o["context_id"]
+    ]
+    assert same and all(c == o for c, o in same)
+    counted = methods["camp"]["same_plan_as_pure"]
+    assert counted["episodes"] == 4 and 0 <= counted["universal_same"] <= counted["universal"]
+    assert counted["same"] == sum(
+        c["plan"] == p["plan"]
+        for cs, ps in zip(episodes["camp"], episodes["pure"], strict=True)
+        for c, p in zip(cs, ps, strict=True)
+    )
     table = (out / "table.md").read_text()
     assert "| CAMP (ours) |" in table
+    assert f"CAMP made pure planning's plan in {counted['same']} of 4 episodes" in table
     # Per-stage times: planning methods report them, the learned policies plan nothing.
     for method in ("camp", "pure", "oracle"):
         stages = methods[method]["stage_times_s"]
@@ -184,3 +203,16 @@ def test_median_speedups_over_pure_planning_are_reported_with_their_ceiling() ->
     del per_seed[0]["oracle_rerun"], per_seed[1]["oracle_rerun"]
     table = table_markdown(aggregate(per_seed), "t")
     assert "pure planning ÷ CAMP" in table and "planned again:" not in table
+
+
+def test_same_plans_counts_the_universal_episodes_apart_and_skips_unrecorded_plans() -> None:
+    from camp_planner.learning.evaluate import same_plans
+
+    def row(context: str, plan: str) -> dict[str, object]:
+        return {"context_id": context, "plan": plan}
+
+    camp = [[row("universal", "a"), row("universal", "b"), row("c1", "c"), row("c2", "x")]]
+    pure = [[row("pure", "a"), row("pure", "z"), row("pure", "c"), row("pure", "")]]
+    assert same_plans(camp, pure) == {"episodes": 3, "same": 2, "universal": 2, "universal_same": 1}
+    # Evals written before plans were recorded have none to compare.
+    assert same_plans([[{"context_id": "universal"}]], [[{"context_id": "pure"}]]) is None

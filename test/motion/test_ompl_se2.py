@@ -63,6 +63,29 @@ def test_a_fresh_process_with_the_same_seed_plans_the_same_paths() -> None:
     assert runs[0] == runs[1] and runs[0].count("[(") == 2
 
 
+def _middle(seed: int, seeding: str) -> tuple[float, float, float]:
+    def free(x: float, y: float, yaw: float) -> bool:
+        return not (4.0 < x < 5.0 and y < 7.0) and 0.3 < x < 8.7 and 0.3 < y < 8.7
+
+    result = plan_base_path((1, 1, 0), (8, 1, 0), (0, 0, 9, 9), free, seed=seed, seeding=seeding)
+    assert result.path is not None
+    return result.path[len(result.path) // 2]
+
+
+def test_a_query_seeded_path_does_not_depend_on_the_queries_before_it() -> None:
+    first = _middle(5, "query")
+    _middle(7, "query")
+    _middle(9, "process")
+    assert _middle(5, "query") == first
+    # Seeded once per process, the same call carries on from the stream the others left.
+    assert _middle(5, "process") != _middle(5, "process")
+
+
+def test_an_unknown_seeding_is_refused() -> None:
+    with pytest.raises(ValueError, match="seeding"):
+        plan_base_path((1, 1, 0), (8, 1, 0), BOUNDS, _wall_free, seeding="thread")
+
+
 def test_a_heading_of_exactly_pi_is_a_valid_goal() -> None:
     # OMPL's SO(2) range is [-pi, pi): pi itself used to make the goal unsampleable, and the
     # query ran into its timeout on an empty plane.

@@ -164,6 +164,10 @@ def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any
     )
     if paired:
         out["camp"]["paired"] = paired
+    if "camp" in rows and "pure" in rows:
+        same = same_plans(rows["camp"], rows["pure"])
+        if same is not None:
+            out["camp"]["same_plan_as_pure"] = same
     for reference in ("oracle", "oracle_rerun"):
         if "camp" in out and reference in out:
             oracle = out[reference]["objective"]["mean"]
@@ -176,6 +180,29 @@ def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any
     for method, ratio in speedups.items():
         out[method]["median_speedup_over_pure"] = ratio
     return out
+
+
+def same_plans(
+    camp: list[list[dict[str, Any]]], pure: list[list[dict[str, Any]]]
+) -> dict[str, int] | None:
+    """In how many paired episodes the CAMP made pure planning's plan, overall and where it
+    kept the universal context (there it plans pure planning's problem, so a different
+    plan means the planner's randomness differed); None without recorded plans."""
+    pairs = [
+        (c, p)
+        for cs, ps in zip(camp, pure, strict=True)
+        for c, p in zip(cs, ps, strict=True)
+        if c.get("plan") and p.get("plan")
+    ]
+    if not pairs:
+        return None
+    universal = [(c, p) for c, p in pairs if c["context_id"] == "universal"]
+    return {
+        "episodes": len(pairs),
+        "same": sum(c["plan"] == p["plan"] for c, p in pairs),
+        "universal": len(universal),
+        "universal_same": sum(c["plan"] == p["plan"] for c, p in universal),
+    }
 
 
 def median_speedups(medians: Mapping[str, float]) -> dict[str, float | None]:
@@ -238,7 +265,15 @@ BREAKDOWN_STAGES = (
 
 # What ``results.json`` keeps of every test episode (per method, per seed), so that runs
 # can be pooled afterwards (scripts/pool_evals.py) without the per-seed caches.
-EPISODE_FIELDS = ("task", "context_id", "objective", "compute_time_s", "success", "fallbacks")
+EPISODE_FIELDS = (
+    "task",
+    "context_id",
+    "objective",
+    "compute_time_s",
+    "success",
+    "fallbacks",
+    "plan",
+)
 
 
 def episodes(per_seed: list[dict[str, list[Score]]]) -> dict[str, list[list[dict[str, Any]]]]:
@@ -304,6 +339,14 @@ def table_markdown(summary: dict[str, dict[str, Any]], title: str) -> str:
             "noisy run per context, which overstates what its choices earn on average).",
         ]
     lines += _speedup_markdown(summary)
+    same = camp.get("same_plan_as_pure")
+    if same:
+        lines += [
+            "",
+            f"CAMP made pure planning's plan in {same['same']} of {same['episodes']} "
+            f"episodes: in {same['universal_same']} of the {same['universal']} where it kept "
+            "the universal context (the same problem as pure planning's).",
+        ]
     lines += paired_markdown(camp.get("paired", {}))
     lines += _breakdown_markdown(summary)
     return "\n".join(lines) + "\n"

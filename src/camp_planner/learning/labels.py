@@ -64,6 +64,9 @@ class Score:
     # The executed trajectory (JSON values), kept for the learned baselines that imitate it.
     states: list[Any] | None = None
     actions: list[Any] | None = None
+    # A digest of the executed actions (``plan_digest``): two runs with the same digest made
+    # the same plan. Empty for a mean of several runs and for older checkpoints.
+    plan: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,6 +82,7 @@ class Score:
             self.outcome,
             self.fallbacks,
             dict(self.stage_times_s),
+            plan=self.plan,
         )
 
     @staticmethod
@@ -95,6 +99,7 @@ class Score:
             stage_times_s={str(k): float(v) for k, v in (data.get("stage_times_s") or {}).items()},
             states=data.get("states"),
             actions=data.get("actions"),
+            plan=str(data.get("plan", "")),
         )
 
 
@@ -249,6 +254,7 @@ def run_job(job: ScoreJob) -> Score:
 
 def score_of(task: int, context_id: str, result: EpisodeResult) -> Score:
     """A score (with its trajectory as JSON values) from an episode."""
+    actions = [list(a) for a in result.actions]
     return Score(
         task=task,
         context_id=context_id,
@@ -260,8 +266,14 @@ def score_of(task: int, context_id: str, result: EpisodeResult) -> Score:
         fallbacks=result.fallbacks,
         stage_times_s={k: round(v, 6) for k, v in result.stage_times_s.items()},
         states=[list(s) for s in result.states],
-        actions=[list(a) for a in result.actions],
+        actions=actions,
+        plan=plan_digest(actions),
     )
+
+
+def plan_digest(actions: Sequence[Any]) -> str:
+    """A short digest of a run's actions: two runs with the same digest made the same plan."""
+    return hashlib.sha256(json.dumps(actions, default=repr).encode()).hexdigest()[:12]
 
 
 @dataclass

@@ -33,6 +33,9 @@ PLANNERS: dict[str, Callable[[object], object]] = {
 
 SIMPLIFY = ("shortcut", "full", "none")
 
+# How OMPL's random numbers are seeded: once per process, or before every query.
+SEEDINGS = ("process", "query")
+
 _SEEDED: list[int] = []
 
 # The wall clock every budget here is measured on (a module attribute so that tests can
@@ -47,6 +50,16 @@ def _seed_once(seed: int) -> None:
     if not _SEEDED:
         ou.RNG.setSeed(max(1, seed))
         _SEEDED.append(seed)
+
+
+def _seed_query(seed: int) -> None:
+    """Seed OMPL's random numbers for the next query alone. Every OMPL object of a query is
+    made inside it and draws its seed from OMPL's seed generator when made, so reseeding
+    the generator first makes the query's paths a function of ``seed``. OMPL 2.0.1 does
+    reseed after sampling has begun, but logs an error saying it will not: silenced."""
+    ou.setLogLevel(ou.LOG_NONE)
+    ou.RNG.setSeed(max(1, seed))
+    ou.setLogLevel(ou.LOG_ERROR)
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,7 @@ def plan_base_path(
     simplify: str = "shortcut",
     segment_m: float | None = None,
     max_checks: int | None = None,
+    seeding: str = "process",
 ) -> MotionResult:
     """A collision-free SE(2) path from ``start`` to ``goal`` within ``bounds`` =
     (x_min, y_min, x_max, y_max), or ``path=None`` when OMPL finds none before ``timeout_s``.
@@ -94,17 +108,25 @@ def plan_base_path(
     vs 1,600 collision checks; TAMP's planning time 40 vs 26 s over 20 runs) for paths 2 %
     shorter than ``shortcut``'s; raw paths are 1.9 times longer (paired in-room queries).
 
+    ``seeding``: ``process`` (the default) seeds OMPL's random numbers with the first
+    call's ``seed`` and lets every later query carry on from there, so a query's path
+    depends on every query the process made before it; ``query`` seeds OMPL with ``seed``
+    before this query, so its path depends on its own arguments alone.
+
     ``segment_m``: when given, OMPL checks edges every ``segment_m`` of SE(2) distance
     (metres, plus half a metre per radian turned) whatever the bounds, in place of
     ``resolution``, which is a fraction of the bounds' extent: 0.004 of it is 5.7 cm in a
     9 m world, 2.8 cm in one 3.8 m room and 17.6 cm in a 30 m world.
 
-    Raises ValueError for an unknown planner name, simplification or a non-positive timeout,
-    ``segment_m`` or ``max_checks``, and for ``max_checks`` with ``simplify="full"``."""
+    Raises ValueError for an unknown planner name, simplification or seeding, for a
+    non-positive timeout, ``segment_m`` or ``max_checks``, and for ``max_checks`` with
+    ``simplify="full"``."""
     if planner not in PLANNERS:
         raise ValueError(f"unknown OMPL planner '{planner}'; choose one of: {', '.join(PLANNERS)}")
     if simplify not in SIMPLIFY:
         raise ValueError(f"unknown simplify '{simplify}'; choose one of: {', '.join(SIMPLIFY)}")
+    if seeding not in SEEDINGS:
+        raise ValueError(f"unknown seeding '{seeding}'; choose one of: {', '.join(SEEDINGS)}")
     if not timeout_s > 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s}")
     if segment_m is not None and not segment_m > 0:
@@ -121,7 +143,10 @@ def plan_base_path(
         return MotionResult(None, _clock() - t0, 2, False)
 
     ou.setLogLevel(ou.LOG_ERROR)
-    _seed_once(seed)
+    if seeding == "query":
+        _seed_query(seed)
+    else:
+        _seed_once(seed)
     # OMPL checks edges only at discrete points, so an edge may clip a corner between two of
     # them and a returned waypoint then fails its own check. That is the discretisation's
     # fault, not evidence that no path exists: plan again with a finer resolution, for as

@@ -42,8 +42,8 @@ class Stilman(InterfacePlanner):
             fails the call, so an unsolvable task still fails in seconds, not at the
             deadline (the search is exponential in the number of boxes moved).
         motion_timeout_s, detour_timeout_s, motion_planner, relaxed, guide, restart_s,
-            restart_growth, edge_step_m, failed_motions, budget_clock: as for the TAMP
-            planner.
+            restart_growth, edge_step_m, failed_motions, budget_clock, motion_seeds: as for
+            the TAMP planner.
     """
 
     name = "stilman"
@@ -69,6 +69,7 @@ class Stilman(InterfacePlanner):
         edge_step_m: float | None = None,
         failed_motions: str = "retry",
         budget_clock: str = "wall",
+        motion_seeds: str = "process",
     ) -> None:
         super().__init__(
             seed,
@@ -82,6 +83,7 @@ class Stilman(InterfacePlanner):
             edge_step_m=edge_step_m,
             failed_motions=failed_motions,
             budget_clock=budget_clock,
+            motion_seeds=motion_seeds,
         )
         if max_depth < 0:
             raise ValueError(f"max_depth must be non-negative, got {max_depth}")

@@ -43,6 +43,7 @@ GUIDES = ("doors", "none", "rooms")
 FAILED_MOTIONS = ("retry", "give_up")
 # What TAMP's budgets (restart cutoffs, motion-planning budgets) are measured on.
 BUDGET_CLOCKS = ("wall", "work")
+MOTION_SEEDS = ("process", "query")
 # ``budget_clock: work``: the nominal cost of one Fast Downward call, a fixed part and a part
 # per character of the problem, which its translator reads (fitted to 79 calls in the paper's
 # world and the 10×10 one on the machine of record, 2026-11-28: 12 ms and 48 ms medians).
@@ -174,8 +175,13 @@ class InterfacePlanner(Planner):
         edge_step_m: float | None = None,
         failed_motions: str = "retry",
         budget_clock: str = "wall",
+        motion_seeds: str = "process",
     ) -> None:
         super().__init__(seed)
+        if motion_seeds not in MOTION_SEEDS:
+            raise ValueError(
+                f"motion_seeds must be one of {', '.join(MOTION_SEEDS)}, got {motion_seeds!r}"
+            )
         if budget_clock not in BUDGET_CLOCKS:
             raise ValueError(
                 f"budget_clock must be one of {', '.join(BUDGET_CLOCKS)}, got {budget_clock!r}"
@@ -217,6 +223,7 @@ class InterfacePlanner(Planner):
             "edge_step_m": None if edge_step_m is None else float(edge_step_m),
             "failed_motions": failed_motions,
             "budget_clock": budget_clock,
+            "motion_seeds": motion_seeds,
         }
         # Work done in this planning call, in nominal seconds (``budget_clock: work``): what
         # closed interfaces and task planning did, and the interface at work now.
@@ -381,6 +388,12 @@ class TAMP(InterfacePlanner):
             cost, about its time on the machine of record), so the same command makes the
             same plans on any machine; OMPL then stops after a number of validity checks.
             The planning call's timeout stays on the wall clock either way.
+        motion_seeds: how the motion planner's random numbers are seeded. ``process`` (the
+            default): once per process, so a query's samples carry on from every query the
+            process made before, and the same task planned twice in one process (or after
+            another task) gets another plan. ``query``: before every query, from the
+            planning call's own random numbers, so a call's plan depends on its task,
+            context, seed and settings alone.
     """
 
     name = "tamp"
@@ -406,6 +419,7 @@ class TAMP(InterfacePlanner):
         edge_step_m: float | None = None,
         failed_motions: str = "retry",
         budget_clock: str = "wall",
+        motion_seeds: str = "process",
     ) -> None:
         super().__init__(
             seed,
@@ -421,6 +435,7 @@ class TAMP(InterfacePlanner):
             edge_step_m,
             failed_motions,
             budget_clock,
+            motion_seeds,
         )
         if max_replans < 0:
             raise ValueError(f"max_replans must be non-negative, got {max_replans}")

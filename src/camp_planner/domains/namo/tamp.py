@@ -123,6 +123,9 @@ class NamoTampInterface:
         # What motion budgets are measured on (validated by the planner): seconds, or the
         # work this interface has done (``work``), the same on any machine.
         self.work_budgets = settings.get("budget_clock", "wall") == "work"
+        # How OMPL is seeded (validated by the planner): each query from ``self.rng``
+        # (``query``), or once per process.
+        self.motion_seeds = str(settings.get("motion_seeds", "process"))
         # (start, goal, ignore_boxes, solid, state) -> the largest budget a search for that
         # motion failed in, this call (``failed_motions: give_up`` only).
         self._failed: dict[tuple[Any, ...], float] = {}
@@ -432,6 +435,7 @@ class NamoTampInterface:
                 (0.0, 0.0, size, size),
                 valid,
                 seed=self.rng.randrange(2**31),
+                seeding=self.motion_seeds,
                 planner=self.motion_planner,
                 resolution=EDGE_RESOLUTION,
                 segment_m=self.edge_step_m,
@@ -505,6 +509,7 @@ class NamoTampInterface:
                 self._room_bounds(room),
                 valid,
                 seed=self.rng.randrange(2**31),
+                seeding=self.motion_seeds,
                 planner=self.motion_planner,
                 resolution=EDGE_RESOLUTION,
                 segment_m=self.edge_step_m,
@@ -559,6 +564,7 @@ class NamoTampInterface:
             self._room_bounds(room),
             valid,
             seed=self.rng.randrange(2**31),
+            seeding=self.motion_seeds,
             planner=self.motion_planner,
             resolution=EDGE_RESOLUTION,
             segment_m=self.edge_step_m,
