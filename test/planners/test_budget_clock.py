@@ -242,9 +242,9 @@ def _plan_on(factor: float, budget_clock: str, hash_seed: str) -> dict[str, obje
 def test_the_work_clock_makes_the_same_namo_plan_on_a_machine_200_times_slower() -> None:
     # Test task 3 with planner seed 1 takes a restart cutoff on this machine, and when each
     # second is 1/200 as long, budgets of seconds cut off attempts and OMPL searches that
-    # would have succeeded (either alone changes this plan). OMPL seeds once per process,
-    # so each plan is made in a fresh process (with another hash seed each, too: no plan
-    # may depend on the order of a set of names).
+    # would have succeeded (either alone changes this plan). Each plan is made in a fresh
+    # process, whose clock is replaced before anything reads it (with another hash seed
+    # each, too: no plan may depend on the order of a set of names).
     here = _plan_on(1.0, "work", "1")
     slow = _plan_on(200.0, "work", "2")
     assert here["success"] is True and here == slow
