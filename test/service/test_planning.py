@@ -91,6 +91,17 @@ def test_a_plan_executes_to_the_goal_in_a_fresh_simulator(service: CampService) 
     mdp.close()
 
 
+def test_the_same_scene_gets_the_same_plan_after_planning_another(service: CampService) -> None:
+    # OMPL is seeded per query (motion_seeds: query), so a node's plan for a scene does not
+    # depend on the scenes it planned before.
+    scene = scene_from_task(service.pipe.task("test", EASY_TASK))
+    first = service.plan(scene)
+    assert service.plan(scene_from_task(service.pipe.task("train", 1))).success
+    again = service.plan(scene)
+    assert first.success and again.success
+    assert again.steps == first.steps and again.base_path == first.base_path
+
+
 def test_the_worker_stops_when_cancelled_or_overdue_and_recovers(
     namo_tiny: tuple[Path, Path], tmp_path: Path
 ) -> None:

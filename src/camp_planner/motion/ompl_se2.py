@@ -44,9 +44,9 @@ _clock = time.perf_counter
 
 
 def _seed_once(seed: int) -> None:
-    """Seed OMPL's random numbers. OMPL accepts a seed only before its first random number
-    in a process, so the first call's seed holds for the whole process: a fresh process
-    making the same calls reproduces the same paths."""
+    """Seed OMPL's random numbers once per process, with the first call's seed: every later
+    query carries on from the stream the earlier ones left, so only a fresh process making
+    the same calls reproduces the same paths."""
     if not _SEEDED:
         ou.RNG.setSeed(max(1, seed))
         _SEEDED.append(seed)
