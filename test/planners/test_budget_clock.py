@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from toy_mdps import GridMDP
+from toy_mdps import GridMDP, ScriptedInterface
 
 from camp_planner.core.mdp import State
 from camp_planner.core.planner import Deadline, PlanningTimeout
@@ -36,16 +36,15 @@ class _Clock:
         return self.now
 
 
-class _Working:
+class _Working(ScriptedInterface):
     """A TAMP interface whose one step fails without explanation while ``stuck``, each try
     doing ``work`` nominal seconds of work in ``wall`` seconds of the (fake) wall clock: a
     machine that is slower or busier takes more seconds for the same work."""
 
     def __init__(self, clock: _Clock, stuck: bool, work: float, wall: float) -> None:
+        super().__init__()
         self.clock, self.stuck, self.step_work, self.step_wall = clock, stuck, work, wall
-        self.done = False
         self.tries = 0
-        self.stage_times: dict[str, float] = {}
         self._work = 0.0
 
     def pddl(self) -> tuple[str, str]:
@@ -62,18 +61,6 @@ class _Working:
 
     def work(self) -> float:
         return self._work
-
-    def learn(self, facts: list[str]) -> None:
-        pass
-
-    def forget(self) -> bool:
-        return False
-
-    def at_goal(self) -> bool:
-        return self.done
-
-    def close(self) -> None:
-        pass
 
 
 class _WorkingMDP(GridMDP):

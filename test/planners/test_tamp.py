@@ -3,7 +3,7 @@ import math
 import random
 
 import pytest
-from toy_mdps import GridMDP
+from toy_mdps import GridMDP, ScriptedInterface, ScriptedMDP
 
 from camp_planner.core.camp import CAMP
 from camp_planner.core.context import Context, Term
@@ -235,7 +235,7 @@ def test_tamp_in_ompl_doors_mode_reaches_the_goal_and_replays_collision_free() -
     mdp.close()
 
 
-class _ScriptedInterface:
+class _ScriptedInterface(ScriptedInterface):
     """A TAMP interface whose symbolic problem is unsolvable until its facts are forgotten
     (``unsolvable``), or whose one step fails without explanation the first ``flaky`` times."""
 
@@ -245,9 +245,8 @@ class _ScriptedInterface:
     )
 
     def __init__(self, unsolvable: bool, flaky: int, can_forget: bool = True) -> None:
+        super().__init__()
         self.unsolvable, self.flaky, self.can_forget = unsolvable, flaky, can_forget
-        self.done = False
-        self.stage_times: dict[str, float] = {}
 
     def pddl(self) -> tuple[str, str]:
         init = "" if self.unsolvable else "(free)"
@@ -260,29 +259,14 @@ class _ScriptedInterface:
         self.done = True
         return Refinement(True, [("up",)], [(2, 0)])
 
-    def learn(self, facts: list[str]) -> None:
-        pass
-
     def forget(self) -> bool:
         if not (self.unsolvable and self.can_forget):
             return False
         self.unsolvable = False
         return True
 
-    def at_goal(self) -> bool:
-        return self.done
 
-    def close(self) -> None:
-        pass
-
-
-class _ScriptedMDP(GridMDP):
-    def __init__(self, interface: _ScriptedInterface) -> None:
-        super().__init__(("S.G",))
-        self.interface = interface
-
-    def tamp_interface(self, state: State, camp: object, seed: int, settings: object) -> object:
-        return self.interface
+_ScriptedMDP = ScriptedMDP
 
 
 def test_tamp_forgets_learnt_facts_when_they_make_the_task_unsolvable() -> None:

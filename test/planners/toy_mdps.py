@@ -141,3 +141,35 @@ def run_episode(planner: Planner, mdp: GridMDP, rng: random.Random) -> list[Stat
         state = mdp.sample_next_state(state, planner.act(state, Deadline(None)), rng)
         visited.append(state)
     return visited
+
+
+class ScriptedInterface:
+    """The parts of a TAMP interface that scripted tests share: the goal is reached once
+    ``done`` is set, nothing is learnt and nothing can be forgotten (override as needed)."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.stage_times: dict[str, float] = {}
+
+    def learn(self, facts: list[str]) -> None:
+        pass
+
+    def forget(self) -> bool:
+        return False
+
+    def at_goal(self) -> bool:
+        return self.done
+
+    def close(self) -> None:
+        pass
+
+
+class ScriptedMDP(GridMDP):
+    """A one-row grid world whose TAMP interface is ``interface``, for every planning call."""
+
+    def __init__(self, interface: object) -> None:
+        super().__init__(("S.G",))
+        self.interface = interface
+
+    def tamp_interface(self, state: State, camp: object, seed: int, settings: object) -> object:
+        return self.interface

@@ -31,6 +31,10 @@ from camp_planner.planners.tamp import InterfacePlanner, tamp_base
 CLEARS_PER_BOX = 2
 
 
+class _GoalReached(Exception):
+    """The robot reached the goal while resolving an obstruction: the plan ends there."""
+
+
 class Stilman(InterfacePlanner):
     """ResolveSpatialConstraints with backtracking over the order of obstructors.
 
@@ -42,8 +46,8 @@ class Stilman(InterfacePlanner):
             fails the call, so an unsolvable task still fails in seconds, not at the
             deadline (the search is exponential in the number of boxes moved).
         motion_timeout_s, detour_timeout_s, motion_planner, relaxed, guide, restart_s,
-            restart_growth, edge_step_m, failed_motions, budget_clock, motion_seeds: as for
-            the TAMP planner.
+            restart_growth, edge_step_m, failed_motions, budget_clock, motion_seeds,
+            goal_en_route: as for the TAMP planner.
     """
 
     name = "stilman"
@@ -70,6 +74,7 @@ class Stilman(InterfacePlanner):
         failed_motions: str = "retry",
         budget_clock: str = "wall",
         motion_seeds: str = "process",
+        goal_en_route: bool = True,
     ) -> None:
         super().__init__(
             seed,
@@ -84,6 +89,7 @@ class Stilman(InterfacePlanner):
             failed_motions=failed_motions,
             budget_clock=budget_clock,
             motion_seeds=motion_seeds,
+            goal_en_route=goal_en_route,
         )
         if max_depth < 0:
             raise ValueError(f"max_depth must be non-negative, got {max_depth}")
@@ -125,6 +131,8 @@ class Stilman(InterfacePlanner):
         try:
             if not self._reach("goal", 0, deadline):
                 raise NoPlanFound("Stilman's algorithm found no way to the goal")
+        except _GoalReached:
+            pass  # on the way to an obstructor: the rest of the search is moot
         finally:
             self._finish(self._interface)
             self._add_time("search", time.perf_counter() - t0)
@@ -160,6 +168,10 @@ class Stilman(InterfacePlanner):
     def _record(self, outcome: Any) -> None:
         self._actions += outcome.actions
         self._states += outcome.states
+        if self._interface.at_goal():
+            # A motion to an obstructor passed the goal (``goal_en_route``): done, with no
+            # backtracking that could undo it.
+            raise _GoalReached
 
     def _reach(
         self, loc: str, depth: int, deadline: Deadline, cleared: tuple[str, ...] = ()

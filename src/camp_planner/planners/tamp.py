@@ -176,8 +176,11 @@ class InterfacePlanner(Planner):
         failed_motions: str = "retry",
         budget_clock: str = "wall",
         motion_seeds: str = "process",
+        goal_en_route: bool = True,
     ) -> None:
         super().__init__(seed)
+        if not isinstance(goal_en_route, bool):
+            raise ValueError(f"goal_en_route must be true or false, got {goal_en_route!r}")
         if motion_seeds not in MOTION_SEEDS:
             raise ValueError(
                 f"motion_seeds must be one of {', '.join(MOTION_SEEDS)}, got {motion_seeds!r}"
@@ -224,6 +227,7 @@ class InterfacePlanner(Planner):
             "failed_motions": failed_motions,
             "budget_clock": budget_clock,
             "motion_seeds": motion_seeds,
+            "goal_en_route": bool(goal_en_route),
         }
         # Work done in this planning call, in nominal seconds (``budget_clock: work``): what
         # closed interfaces and task planning did, and the interface at work now.
@@ -394,6 +398,9 @@ class TAMP(InterfacePlanner):
             another task) gets another plan. ``query``: before every query, from the
             planning call's own random numbers, so a call's plan depends on its task,
             context, seed and settings alone.
+        goal_en_route: when a motion to somewhere else reaches the goal on its way, the
+            plan ends there (the default); false keeps the earlier behaviour, where such a
+            motion failed because it ended short of where it was going.
     """
 
     name = "tamp"
@@ -420,6 +427,7 @@ class TAMP(InterfacePlanner):
         failed_motions: str = "retry",
         budget_clock: str = "wall",
         motion_seeds: str = "process",
+        goal_en_route: bool = True,
     ) -> None:
         super().__init__(
             seed,
@@ -436,6 +444,7 @@ class TAMP(InterfacePlanner):
             failed_motions,
             budget_clock,
             motion_seeds,
+            goal_en_route,
         )
         if max_replans < 0:
             raise ValueError(f"max_replans must be non-negative, got {max_replans}")
@@ -541,6 +550,8 @@ class TAMP(InterfacePlanner):
                     self._progress(deadline, deadline.clock() - c0)
                     actions += outcome.actions
                     states += outcome.states
+                    if interface.at_goal():
+                        break  # reached on the way (``goal_en_route``): the rest is moot
                 if failed is None:
                     if not interface.at_goal():
                         raise NoPlanFound("the refined plan does not reach the goal")

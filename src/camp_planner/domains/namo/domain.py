@@ -103,7 +103,9 @@ class NamoDomain(Domain):
     # 10: OMPL is seeded before every query from the planning call's own random numbers
     # (motion_seeds: query), so a call's plan does not depend on what the process planned
     # before it.
-    version = "10"
+    # 11: a motion that reaches the goal on its way to somewhere else ends the plan there
+    # (goal_en_route); it used to end short of its target and fail.
+    version = "11"
     # csi 4: a stratum without a sample is not given up after one run of misses. The draws
     # and CSIs of the paper's world and the cluttered one are unchanged (every stratum given
     # up there had a sample: the goal room's), so their labels stand.
