@@ -96,3 +96,11 @@ def test_the_namo_task_whose_way_to_a_box_passes_the_goal_is_solved(tmp_path: Pa
     assert result.success, result.failures
     old, _ = pipe.run(task, "tamp", None, seed=2, overrides={"goal_en_route": False})
     assert not old.success and "failed without obstruction" in old.failures[0]
+    # The first version of the change also ended carries that passed the goal: their box
+    # was then never put down, and these runs, solved before, failed.
+    default = Pipeline.from_config("namo", copy.deepcopy(base.config), tmp_path / "a")
+    default.config["tasks"]["test"] = 10
+    tasks = default.tasks("test")
+    for planner, index in (("tamp", 7), ("stilman", 8)):
+        result, _ = default.run(tasks[index], planner, None, seed=0)
+        assert result.success, (planner, index, result.failures)

@@ -876,7 +876,7 @@ class NamoTampInterface:
             if relaxed.path is None:
                 continue
             if not blockers and relaxed.vertices is not None:
-                done = self._drive(relaxed.vertices, target, loc)
+                done = self._drive(relaxed.vertices, target, loc, self.goal_en_route)
                 if done is not None:
                     return done
             if target_box and target_box in blockers:
@@ -903,7 +903,7 @@ class NamoTampInterface:
         if not deadline.expired():
             result = self._plan(start, target, False, deadline, self.detour_timeout)
             if result.vertices is not None:
-                done = self._drive(result.vertices, target, loc)
+                done = self._drive(result.vertices, target, loc, self.goal_en_route)
                 if done is not None:
                     return done
         blockers.discard(target_box)
@@ -1032,20 +1032,24 @@ class NamoTampInterface:
         self.order = list(hits)
         return set(hits)
 
-    def _drive(self, vertices: list[Pose2D], target: Pose2D, loc: str) -> Refinement | None:
+    def _drive(
+        self, vertices: list[Pose2D], target: Pose2D, loc: str, en_route: bool = False
+    ) -> Refinement | None:
         """Execute the path's segments; None if execution did not end at ``target``.
 
         A way may pass within reach of the goal object before its last vertex (a doorway
-        next to it, or a way past it to a box): the episode ends there, so the drive does
-        too, wherever it was going. The simulator moves a robot that has reached the goal no
-        further, so such a drive to anywhere else used to end short of its target and fail,
-        and a task whose every way to a box passed the goal failed with it (NAMO eval v14,
-        seed 2, test task 2, planner seed 2)."""
+        next to it, or, with ``en_route``, a way past it to a box): the episode ends there,
+        so the drive does too, wherever it was going. The simulator moves a robot that has
+        reached the goal no further, so such a drive to anywhere else used to end short of
+        its target and fail, and a task whose every way to a box passed the goal failed with
+        it (NAMO eval v14, seed 2, test task 2, planner seed 2). Carrying a box is not cut
+        short: the carry's refiner puts the box down where the drive ends, which it cannot
+        do from the goal, and it tries another spot instead."""
         actions: list[Action] = [
             ("move", tuple(round(v, 4) for v in p), NONE) for p in vertices[1:]
         ]
         states = self._execute(actions)
-        if loc == "goal" or self.goal_en_route:
+        if loc == "goal" or en_route:
             for k, state in enumerate(states):
                 if self.mdp.is_terminal(state):
                     self.state = state
