@@ -129,10 +129,12 @@ class Stilman(InterfacePlanner):
         self._budget = self.max_backtracks
         t0 = time.perf_counter()
         try:
-            if not self._reach("goal", 0, deadline):
+            try:
+                reached = self._reach("goal", 0, deadline)
+            except _GoalReached:
+                reached = True  # on the way to an obstructor: the rest of the search is moot
+            if not reached:
                 raise NoPlanFound("Stilman's algorithm found no way to the goal")
-        except _GoalReached:
-            pass  # on the way to an obstructor: the rest of the search is moot
         finally:
             self._finish(self._interface)
             self._add_time("search", time.perf_counter() - t0)
