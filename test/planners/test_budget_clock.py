@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from toy_mdps import GridMDP, ScriptedInterface
+from toy_mdps import FakeClock, GridMDP, ScriptedInterface
 
 from camp_planner.core.mdp import State
 from camp_planner.core.planner import Deadline, PlanningTimeout
@@ -28,20 +28,12 @@ _DOMAIN = (
 _PROBLEM = "(define (problem p) (:domain d) (:init (free)) (:goal (done)))"
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class _Working(ScriptedInterface):
     """A TAMP interface whose one step fails without explanation while ``stuck``, each try
     doing ``work`` nominal seconds of work in ``wall`` seconds of the (fake) wall clock: a
     machine that is slower or busier takes more seconds for the same work."""
 
-    def __init__(self, clock: _Clock, stuck: bool, work: float, wall: float) -> None:
+    def __init__(self, clock: FakeClock, stuck: bool, work: float, wall: float) -> None:
         super().__init__()
         self.clock, self.stuck, self.step_work, self.step_wall = clock, stuck, work, wall
         self.tries = 0
@@ -66,7 +58,7 @@ class _Working(ScriptedInterface):
 class _WorkingMDP(GridMDP):
     """A fresh interface per attempt: the first (planner seed 0) stuck, the rest not."""
 
-    def __init__(self, clock: _Clock, work: float, wall: float) -> None:
+    def __init__(self, clock: FakeClock, work: float, wall: float) -> None:
         super().__init__(("S.G",))
         self.clock, self.step_work, self.step_wall = clock, work, wall
         self.interfaces: list[_Working] = []
@@ -78,7 +70,7 @@ class _WorkingMDP(GridMDP):
 
 
 def _stuck_first_attempt(budget_clock: str, wall_per_try: float) -> tuple[TAMP, _WorkingMDP]:
-    clock = _Clock()
+    clock = FakeClock()
     mdp = _WorkingMDP(clock, work=1.0, wall=wall_per_try)
     planner = TAMP(
         seed=0,
@@ -114,7 +106,7 @@ def test_on_the_wall_clock_the_same_attempt_is_cut_off_after_more_or_less_work()
 
 def test_on_the_work_clock_the_calls_timeout_still_holds_in_seconds() -> None:
     # A machine so slow that the call's 100 s pass before an attempt's 10 s of work.
-    clock = _Clock()
+    clock = FakeClock()
     mdp = _WorkingMDP(clock, work=0.001, wall=10.0)
     planner = TAMP(
         seed=0, restart_s=10.0, max_resamples=10**6, max_replans=10**6, budget_clock="work"
@@ -126,7 +118,7 @@ def test_on_the_work_clock_the_calls_timeout_still_holds_in_seconds() -> None:
 
 
 def test_a_cutoff_on_its_own_clock_ends_with_the_call_and_is_credited_in_full() -> None:
-    wall, work = _Clock(), _Clock()
+    wall, work = FakeClock(), FakeClock()
     outer = Deadline(30, wall)
     attempt = AttemptCutoff(10.0, outer, work)
     assert attempt.call is outer and attempt.remaining == pytest.approx(10.0)

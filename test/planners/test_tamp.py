@@ -3,7 +3,7 @@ import math
 import random
 
 import pytest
-from toy_mdps import GridMDP, ScriptedInterface, ScriptedMDP
+from toy_mdps import FakeClock, GridMDP, ScriptedInterface, ScriptedMDP
 
 from camp_planner.core.camp import CAMP
 from camp_planner.core.context import Context, Term
@@ -642,19 +642,11 @@ def test_a_relaxed_path_keeps_its_ends_headings_near_its_ends() -> None:
     mdp.close()
 
 
-class _FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class _StallingInterface(_ScriptedInterface):
     """While ``stuck``, refinement spends all the (fake) time its deadline leaves and fails
     without explanation; otherwise it succeeds at once."""
 
-    def __init__(self, clock: _FakeClock, stuck: bool) -> None:
+    def __init__(self, clock: FakeClock, stuck: bool) -> None:
         super().__init__(unsolvable=False, flaky=10**6 if stuck else 0)
         self.clock = clock
 
@@ -667,7 +659,7 @@ class _StallingInterface(_ScriptedInterface):
 class _SeededMDP(GridMDP):
     """Hands out a fresh interface per planning attempt, stuck for the seeds in ``stuck``."""
 
-    def __init__(self, clock: _FakeClock, stuck: set[int] | None, fail: bool = False) -> None:
+    def __init__(self, clock: FakeClock, stuck: set[int] | None, fail: bool = False) -> None:
         super().__init__(("S.G",))
         self.clock, self.stuck, self.fail = clock, stuck, fail
         self.seeds: list[int] = []
@@ -681,7 +673,7 @@ class _SeededMDP(GridMDP):
 
 @pytest.mark.parametrize("restart_clock", ["wall", "stalled"])
 def test_an_attempt_past_its_cutoff_restarts_with_fresh_randomness(restart_clock: str) -> None:
-    clock = _FakeClock()
+    clock = FakeClock()
     mdp = _SeededMDP(clock, stuck={0})
     # Cutoffs of 10 s and more: Fast Downward's driver turns a budget of about a second
     # into a CPU limit its translator starts beyond. A stalled attempt makes no progress,
@@ -706,7 +698,7 @@ def test_an_attempt_past_its_cutoff_restarts_with_fresh_randomness(restart_clock
 
 
 def test_restart_cutoffs_grow_and_the_call_deadline_still_holds() -> None:
-    clock = _FakeClock()
+    clock = FakeClock()
     mdp = _SeededMDP(clock, stuck=None)  # every attempt stalls
     planner = TAMP(restart_s=10.0, restart_growth=2.0, max_resamples=10**6, max_replans=10**6)
     with pytest.raises(PlanningTimeout):
@@ -720,7 +712,7 @@ def test_restart_cutoffs_grow_and_the_call_deadline_still_holds() -> None:
 class _ChainInterface(_ScriptedInterface):
     """A plan of ``length`` steps, each refined successfully in ``step_s`` (fake) seconds."""
 
-    def __init__(self, clock: _FakeClock, length: int, step_s: float) -> None:
+    def __init__(self, clock: FakeClock, length: int, step_s: float) -> None:
         super().__init__(unsolvable=False, flaky=0)
         self.clock, self.length, self.step_s = clock, length, step_s
         self.reached = 0
@@ -747,7 +739,7 @@ class _ChainInterface(_ScriptedInterface):
 
 
 class _ChainMDP(GridMDP):
-    def __init__(self, clock: _FakeClock) -> None:
+    def __init__(self, clock: FakeClock) -> None:
         super().__init__(("S.G",))
         self.clock = clock
         self.seeds: list[int] = []
@@ -761,7 +753,7 @@ def test_a_stalled_restart_clock_does_not_cut_off_a_long_plan_that_keeps_succeed
     # Five steps of 4 s each under a 10 s cutoff: by the wall clock the first attempt is
     # abandoned after three good steps (12 s) and the second, with 20 s, redoes all five;
     # a NAMO task that must clear seven boxes in a cluttered world lost its work this way.
-    clock = _FakeClock()
+    clock = FakeClock()
     wall = TAMP(seed=0, restart_s=10.0)
     wall.prepare(_ChainMDP(clock), Deadline(100, clock))
     assert wall.cutoffs == 1 and clock.now == pytest.approx(32.0)
@@ -780,7 +772,7 @@ def test_a_stalled_restart_clock_does_not_cut_off_a_long_plan_that_keeps_succeed
 
 
 def test_credit_never_reaches_past_the_calls_deadline() -> None:
-    clock = _FakeClock()
+    clock = FakeClock()
     outer = Deadline(30, clock)
     clock.now = 3.0
     attempt = AttemptCutoff(10.0, outer)
@@ -792,7 +784,7 @@ def test_credit_never_reaches_past_the_calls_deadline() -> None:
 
 
 def test_an_attempt_that_fails_is_not_restarted() -> None:
-    clock = _FakeClock()
+    clock = FakeClock()
     mdp = _SeededMDP(clock, stuck=None, fail=True)
     with pytest.raises(NoPlanFound):
         TAMP(restart_s=10.0).prepare(mdp, Deadline(100, clock))

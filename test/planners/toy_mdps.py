@@ -173,3 +173,13 @@ class ScriptedMDP(GridMDP):
 
     def tamp_interface(self, state: State, camp: object, seed: int, settings: object) -> object:
         return self.interface
+
+
+class FakeClock:
+    """A clock tests set by hand (``now``), for deadlines and budgets without sleeping."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
