@@ -14,6 +14,13 @@ from camp_planner.planners.tamp import TAMP
 from camp_planner.workflow import Pipeline
 
 
+def test_the_planners_offer_the_motion_planners_seedings() -> None:
+    from camp_planner.motion.ompl_se2 import SEEDINGS
+    from camp_planner.planners.tamp import MOTION_SEEDS
+
+    assert MOTION_SEEDS == SEEDINGS
+
+
 def test_an_unknown_motion_seeding_is_refused() -> None:
     with pytest.raises(ValueError, match="motion_seeds"):
         TAMP(motion_seeds="thread")

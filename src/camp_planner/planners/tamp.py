@@ -43,6 +43,9 @@ GUIDES = ("doors", "none", "rooms")
 FAILED_MOTIONS = ("retry", "give_up")
 # What TAMP's budgets (restart cutoffs, motion-planning budgets) are measured on.
 BUDGET_CLOCKS = ("wall", "work")
+# How the motion planner's random numbers are seeded: the values of
+# ``motion.ompl_se2.SEEDINGS``, named here because planners do not load OMPL (only the
+# domain's interface does); a test keeps the two the same.
 MOTION_SEEDS = ("process", "query")
 # ``budget_clock: work``: the nominal cost of one Fast Downward call, a fixed part and a part
 # per character of the problem, which its translator reads (fitted to 79 calls in the paper's
