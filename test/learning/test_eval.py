@@ -9,6 +9,7 @@ import pytest
 
 from camp_planner.cli import main
 from camp_planner.learning import METHOD_NAMES
+from camp_planner.learning.evaluate import interleaved
 
 TINY = """\
 tasks: {train: 5, test: 2}
@@ -216,3 +217,16 @@ def test_same_plans_counts_the_universal_episodes_apart_and_skips_unrecorded_pla
     assert same_plans(camp, pure) == {"episodes": 3, "same": 2, "universal": 2, "universal_same": 1}
     # Evals written before plans were recorded have none to compare.
     assert same_plans([[{"context_id": "universal"}]], [[{"context_id": "pure"}]]) is None
+
+
+def test_methods_are_interleaved_task_by_task_in_a_rotating_order() -> None:
+    order = list(interleaved(["camp", "pure", "stilman"], 4))
+    assert order == [
+        (0, "camp"), (0, "pure"), (0, "stilman"),
+        (1, "pure"), (1, "stilman"), (1, "camp"),
+        (2, "stilman"), (2, "camp"), (2, "pure"),
+        (3, "camp"), (3, "pure"), (3, "stilman"),
+    ]  # fmt: skip
+    # Every method plans every task once; with no methods there is nothing to plan.
+    assert sorted(interleaved(["a", "b"], 3)) == [(t, m) for t in range(3) for m in "ab"]
+    assert list(interleaved([], 3)) == []

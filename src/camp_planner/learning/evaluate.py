@@ -2,10 +2,12 @@
 
 For each of K seeds (a different train/test task draw and selector seed, as the paper's 10
 independent runs), train the selector (resumable), score every context on the test tasks
-when the oracle is asked for, run every method on every test task, and aggregate: per method
-the mean and standard deviation across seeds of the per-seed mean objective, return, compute
-time, success rate and fallbacks. Writes ``results.json``, ``table.md`` (the paper's appendix
-layout) and ``plot.png`` (mean return vs compute time, per-axis std, like the paper's figure).
+when the oracle is asked for, run every method on every test task (task by task, the
+methods' order rotating, so that the runs compared pair by pair are seconds apart), and
+aggregate: per method the mean and standard deviation across seeds of the per-seed mean
+objective, return, compute time, success rate and fallbacks. Writes ``results.json``,
+``table.md`` (the paper's appendix layout) and ``plot.png`` (mean return vs compute time,
+per-axis std, like the paper's figure).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import hashlib
 import json
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -31,6 +33,8 @@ from camp_planner.learning.train import score_split, train
 from camp_planner.planners.registry import planner_names, planner_version
 from camp_planner.progress import progress_bar
 from camp_planner.workflow import Pipeline
+
+T = TypeVar("T")
 
 METRICS = ("objective", "discounted_return", "compute_time_s", "success", "fallbacks")
 # CAMP against every other method, episode by episode (learning/paired.py).
@@ -69,6 +73,9 @@ def seed_cache(
             "planner": planner,
             "methods": list(methods),
             "seed": seed,
+            # Methods interleaved task by task (2): the times of (1), method by method, are
+            # not comparable pair by pair with them.
+            "order": 2,
             # The baselines' own versions: a fix to Stilman's algorithm reruns the eval.
             "planners": {
                 name: planner_version(name)
@@ -110,21 +117,34 @@ def run_seed(
     features = np.stack([pipe.domain.features(t) for t in pipe.tasks("train")])
     data = TrainingData(pipe, planner, trained.matrix, features, seed)
     n_test = len(pipe.tasks("test"))
-    results: dict[str, list[Score]] = {}
-    bar = _bar(len(methods) * n_test, f"seed {seed}: evaluating methods", progress)
-    for method in make_methods(methods, bundle, test_matrix):
+    made = make_methods(methods, bundle, test_matrix)
+    for method in made:
         method.fit(data)
-        rows = []
-        for t in range(n_test):
-            rows.append(method.evaluate(pipe, planner, t, seed).without_trajectory())
-            if bar is not None:
-                bar.update(1)
-        results[method.name] = rows
+    results: dict[str, list[Score]] = {method.name: [] for method in made}
+    bar = _bar(len(methods) * n_test, f"seed {seed}: evaluating methods", progress)
+    for t, method in interleaved(made, n_test):
+        results[method.name].append(method.evaluate(pipe, planner, t, seed).without_trajectory())
+        if bar is not None:
+            bar.update(1)
     if bar is not None:
         bar.close()
     out_dir.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps({m: [s.to_json() for s in rows] for m, rows in results.items()}))
     return results
+
+
+def interleaved(methods: Sequence[T], n_test: int) -> Iterator[tuple[int, T]]:
+    """(test task, method) in the order an eval plans them: task by task, each task's
+    methods in an order that rotates, so that no method is always first.
+
+    The runs an eval compares pair by pair are then seconds apart, and the host's speed, which
+    drifts over minutes, is nearly the same for both. Method by method, minutes apart, two
+    identical computations differed beyond the paired interval (``scripts/replan_jitter.py``
+    and docs/results.md, "Identical plans planned again")."""
+    for t in range(n_test):
+        k = t % len(methods) if methods else 0
+        for method in [*methods[k:], *methods[:k]]:
+            yield t, method
 
 
 def _bar(total: int, desc: str, progress: bool) -> Any:
