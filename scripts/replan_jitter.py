@@ -30,6 +30,7 @@ the summary says), and a completed run deletes it.
 
     .venv/bin/python scripts/replan_jitter.py --eval docs/eval_namo_tamp_full_v15.json
         [--seeds 0 1] [--tasks 10] [--repeats 3] [--config FILE] [--json out.json]
+        [--plot out.png]
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--config", type=Path, help="the eval's configuration, if not the default")
     parser.add_argument("--json", type=Path, help="also write every run and the summary here")
+    parser.add_argument(
+        "--plot", type=Path, help="also draw each episode's CAMP − pure, eval and replays (PNG)"
+    )
     args = parser.parse_args(argv)
     if args.repeats < 2:
         parser.error("--repeats must be at least 2 (one replay has no spread)")
@@ -88,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1))
+    if args.plot is not None:
+        plot(result["runs"], episodes, result["summary"], args.plot)
+        print(f"plot: {args.plot}")
     return 0
 
 
@@ -348,6 +355,49 @@ def report(summary: dict[str, Any], runs: list[dict[str, Any]]) -> None:
             "checkpoint of an interrupted run: their times come from another process"
         )
     print(f"  wall time {summary['wall_time_s']:.0f} s")
+
+
+def plot(
+    runs: list[dict[str, Any]], episodes: list[dict[str, Any]], summary: dict[str, Any], path: Path
+) -> None:
+    """One row per episode: the eval's CAMP − pure (a large dot) and each replay's (small
+    dots), in objective points, so that the eval's spread can be seen against the machine's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_unit = {(r["seed"], r["task"], r["repeat"], r["method"]): r for r in runs}
+    rows = []
+    for ep in episodes:
+        key = (ep["seed"], ep["task"])
+        replays = [
+            by_unit[(*key, rep, "camp")]["objective"] - by_unit[(*key, rep, "pure")]["objective"]
+            for rep in range(summary["repeats"])
+        ]
+        in_eval = float(ep["camp"]["objective"]) - float(ep["pure"]["objective"])
+        rows.append((f"seed {key[0]} task {key[1]}", in_eval, replays))
+    rows.sort(key=lambda row: row[1])
+    fig, ax = plt.subplots(figsize=(6.4, 1.2 + 0.22 * len(rows)))
+    ys = range(len(rows))
+    for y, (_, _, replays) in zip(ys, rows, strict=True):
+        ax.scatter(replays, [y] * len(replays), s=12, color="tab:blue", alpha=0.6, lw=0)
+    ax.scatter([r[1] for r in rows], list(ys), s=40, color="tab:red", zorder=3)
+    ax.axvline(0.0, color="0.5", lw=0.8)
+    ax.set_yticks(list(ys), [r[0] for r in rows], fontsize=7)
+    ax.set_xlabel("CAMP − pure planning, objective points (λ × seconds)")
+    rep = summary["replays_camp_minus_pure"]
+    ev = summary["eval_camp_minus_pure"]
+    ax.set_title(
+        f"Identical plans: the eval (red) {ev['mean']:+.1f} [{ev['ci_low']:+.1f}, "
+        f"{ev['ci_high']:+.1f}],\nreplays interleaved (blue) {rep['mean']:+.1f} "
+        f"[{rep['ci_low']:+.1f}, {rep['ci_high']:+.1f}]",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,9 @@ def test_only_identical_plan_episodes_are_replayed_alternately_and_other_plans_a
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     out = tmp_path / "jitter.json"
+    png = tmp_path / "jitter.png"
     argv = ["--eval", str(_eval_file(tmp_path)), "--repeats", "2", "--json", str(out)]
+    argv += ["--plot", str(png)]
     assert load_script("replan_jitter").main(argv) == 0
     data = json.loads(out.read_text())
     runs = data["runs"]
@@ -61,6 +63,7 @@ def test_only_identical_plan_episodes_are_replayed_alternately_and_other_plans_a
     assert summary["eval_camp_minus_pure"]["mean"] == pytest.approx(0.0)
     assert summary["drift"][0] == pytest.approx(1.0)
     assert summary["max_over_min"]["pure"]["median"] >= 1.0
+    assert png.read_bytes().startswith(b"\x89PNG")
     printed = capsys.readouterr().out
     assert "not the eval plan" in printed and "is not the eval's" in printed
 
