@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from camp_planner.core.errors import CampError
-from camp_planner.learning.evaluate import PAIRED_METRICS, paired_markdown, speedup_line
+from camp_planner.learning.evaluate import (
+    PAIRED_METRICS,
+    paired_markdown,
+    speedup_line,
+    work_comparison,
+    work_markdown,
+)
 from camp_planner.learning.paired import compare_methods
 
 
@@ -99,6 +105,10 @@ def pool(paths: list[Path], methods: list[str] | None = None) -> dict[str, dict[
         same = {n: r for n, r in pooled_rows.items() if [x.get("task") for x in r] == tasks}
         out["camp"]["paired"] = compare_methods(same, "camp", PAIRED_METRICS)
         out["camp"]["unpaired"] = sorted(set(pooled_rows) - set(same))
+        # Evals written before the planners' work was recorded have none: then no entry.
+        work = work_comparison(same)
+        if work is not None:
+            out["camp"]["work"] = work
     return out
 
 
@@ -136,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     camp = pooled.get("camp", {})
     if camp.get("paired"):
         print("\n".join(paired_markdown(camp["paired"])))
+    if camp.get("work"):
+        print("\n".join(work_markdown(camp["work"])))
     if camp.get("unpaired"):
         print(f"\nnot paired with CAMP (other episodes): {', '.join(camp['unpaired'])}")
     if args.json:

@@ -14,7 +14,8 @@ configuration is not the eval's and the comparison means nothing. The universal 
 planned without the selector in front of it (a few milliseconds in the eval).
 
 It prints each episode's times (the wall clock the objective charges, and the process's CPU
-time), then over all episodes:
+time), then over all episodes (and, for planners that count their work, in how many episodes
+every replay counted the same work: that count does not depend on the machine's speed):
 
 - **one method against itself**: the largest over the smallest of one plan's repeats, per
   episode and method (median and maximum), and pure planning's repeat-to-repeat difference in
@@ -250,6 +251,7 @@ def _replay(pipe: Pipeline, planner: str, task: Any, method: str, seed: int) -> 
         "objective": result.objective,
         "success": result.success,
         "plan": plan_digest(result.actions),
+        "work_s": result.work_s,
     }
 
 
@@ -275,6 +277,16 @@ def summarise(
                     by_unit[(*key, rep, "pure")]["objective"]
                     - by_unit[(*key, rep - 1, "pure")]["objective"]
                 )
+    # The planner's count of its work (nominal seconds) should not vary with the machine's
+    # speed: an episode whose replays all did the same work shows it does not.
+    works = [
+        {
+            by_unit[(e["seed"], e["task"], rep, m)].get("work_s")
+            for rep in range(repeats)
+            for m in METHODS
+        }
+        for e in episodes
+    ]
     replays = paired_difference(camp_obj, pure_obj)
     in_eval = paired_difference(
         [float(e["camp"]["objective"]) for e in episodes],
@@ -291,6 +303,8 @@ def summarise(
             if not r["same_plan_as_eval"]
         ],
         "failures": sum(not r["success"] for r in runs),
+        # Episodes whose replays, both methods', all counted the same work (None: not counted).
+        "same_work": None if any(None in w for w in works) else sum(len(w) == 1 for w in works),
         "max_over_min": {
             m: {"median": statistics.median(s), "max": max(s)} for m, s in spreads.items()
         },
@@ -329,6 +343,11 @@ def report(summary: dict[str, Any], runs: list[dict[str, Any]]) -> None:
         )
     if summary["failures"]:
         print(f"  {summary['failures']} replays did not reach the goal")
+    if summary["same_work"] is not None:
+        print(
+            f"  the planner's count of its work (nominal s) was the same in every replay of "
+            f"{summary['same_work']} of the {n} episodes, whatever their times"
+        )
     for m, s in summary["max_over_min"].items():
         print(
             f"  {m}: one plan's slowest repeat ÷ its fastest: median {s['median']:.2f}×, "

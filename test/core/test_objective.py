@@ -53,6 +53,8 @@ def test_run_episode_charges_setup_prepare_and_every_step() -> None:
     assert res.compute_time_s == 1.0 + 0.5 + 25 * 0.5
     assert res.steps == 25 and res.outcome == "horizon" and not res.success
     assert res.objective == res.discounted_return - 10.0 * res.compute_time_s
+    # A planner that does not count its work reports none (not zero).
+    assert res.work_s is None and res.summary()["work_s"] is None
 
 
 def test_a_timed_out_call_stops_the_episode() -> None:

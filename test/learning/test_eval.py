@@ -9,7 +9,7 @@ import pytest
 
 from camp_planner.cli import main
 from camp_planner.learning import METHOD_NAMES
-from camp_planner.learning.evaluate import interleaved
+from camp_planner.learning.evaluate import interleaved, work_comparison, work_markdown
 
 TINY = """\
 tasks: {train: 5, test: 2}
@@ -230,3 +230,29 @@ def test_methods_are_interleaved_task_by_task_in_a_rotating_order() -> None:
     # Every method plans every task once; with no methods there is nothing to plan.
     assert sorted(interleaved(["a", "b"], 3)) == [(t, m) for t in range(3) for m in "ab"]
     assert list(interleaved([], 3)) == []
+
+
+def test_work_is_compared_only_for_methods_that_count_it_and_equal_work_is_a_tie() -> None:
+    def rows(*works: float | None) -> list[dict[str, object]]:
+        return [{"task": t, "work_s": w} for t, w in enumerate(works)]
+
+    work = work_comparison(
+        {
+            "camp": rows(1.0, 2.0, 0.5),
+            "pure": rows(1.0, 2.0, 1.5),  # the same plan twice, then a context that saved 1 s
+            "plan_transfer": rows(None, None, None),  # no planner work counted
+            "stilman": rows(2.0, 4.0, 1.0),
+        }
+    )
+    assert work is not None
+    assert work["median_s"] == {"camp": 1.0, "pure": 1.5, "stilman": 2.0}
+    pure = work["paired"]["pure"]
+    assert pure["mean"] == pytest.approx(-1 / 3)
+    assert (pure["a_wins"], pure["b_wins"], pure["pairs"]) == (0, 1, 3)
+    table = "\n".join(work_markdown(work))
+    assert "| Pure planning | 1.500 | 1.00× |" in table and "| 2 / 1 / 0 |" in table
+    assert "| CAMP (ours) | 1.000 | 1.50× | – | – |" in table
+    assert "plan_transfer" not in table and "Plan transfer" not in table
+    # Without CAMP's count (an eval written before it was recorded) there is nothing to say.
+    assert work_comparison({"camp": rows(None), "pure": rows(1.0)}) is None
+    assert work_markdown(None) == []

@@ -44,6 +44,11 @@ def test_checkpoint_drops_only_a_torn_last_line(tmp_path: Path) -> None:
     t = Score(1, "universal", 3.0, 3.0, 0.1, True, "goal")
     cp.append(t)  # the torn line is gone: the new record starts on a clean line
     assert cp.load() == {(0, "universal"): s, (1, "universal"): t}
+    # The planner's count of its work survives the round trip; older records have none.
+    w = Score(2, "universal", 3.0, 3.0, 0.1, True, "goal", work_s=0.25)
+    cp.append(w)
+    assert cp.load()[(2, "universal")] == w
+    assert Score.from_json({k: v for k, v in w.to_json().items() if k != "work_s"}).work_s is None
     cp.path.write_text("garbage\n" + json.dumps(s.to_json()) + "\n")
     with pytest.raises(CampError, match="corrupt"):
         cp.load()

@@ -128,3 +128,26 @@ def test_runs_that_repeat_seeds_are_named_and_new_seeds_are_not(
     payload = json.loads(out_json.read_text())
     assert payload["seed_ids"] == [[0, 1], [2], [1]]
     assert payload["repeated_seeds"] == [[str(first), str(again), [1]]]
+
+
+def test_counted_work_is_pooled_where_every_run_recorded_it(
+    load_script: Callable[[str], ModuleType],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pool = load_script("pool_evals")
+    a = _run(tmp_path / "a.json", [[(510.0, 4.0, True)]])
+    b = _run(tmp_path / "b.json", [[(510.0, 6.0, True)]])
+    assert "work" not in pool.pool([a, b])["camp"]  # evals written before work was recorded
+    for path, work in ((a, 0.4), (b, 0.6)):
+        data = json.loads(path.read_text())
+        data["episodes"]["camp"][0][0]["work_s"] = work
+        data["episodes"]["pure"][0][0]["work_s"] = 0.6
+        path.write_text(json.dumps(data))
+    work = pool.pool([a, b])["camp"]["work"]
+    assert work["median_s"] == {"camp": pytest.approx(0.5), "pure": pytest.approx(0.6)}
+    assert work["paired"]["pure"]["mean"] == pytest.approx(-0.1)
+    assert pool.main([str(a), str(b)]) == 0
+    assert "| Pure planning | 0.600 | 1.00× | -0.100 [-0.200, +0.000] | 1 / 1 / 0 |" in (
+        capsys.readouterr().out
+    )

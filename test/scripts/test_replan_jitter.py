@@ -59,6 +59,9 @@ def test_only_identical_plan_episodes_are_replayed_alternately_and_other_plans_a
     assert len({r["plan"] for r in runs}) == 1
     summary = data["summary"]
     assert len(summary["other_plans"]) == 4 and summary["failures"] == 0
+    # The same plan, the same work counted, whatever each replay's time.
+    assert len({r["work_s"] for r in runs}) == 1 and runs[0]["work_s"] > 0
+    assert summary["same_work"] == 1
     assert summary["episodes"] == 1 and summary["replays_camp_minus_pure"]["pairs"] == 2
     assert summary["eval_camp_minus_pure"]["mean"] == pytest.approx(0.0)
     assert summary["drift"][0] == pytest.approx(1.0)

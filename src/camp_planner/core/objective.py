@@ -43,6 +43,9 @@ class EpisodeResult:
     # Why each abandoned attempt stopped ("<attempt label>: <planner's message>"), so that a
     # failure can be explained without rerunning it.
     failures: list[str] = field(default_factory=list)
+    # The planners' own count of the work they did, in nominal seconds
+    # (:attr:`Planner.work_total`, summed over attempts); None when they do not count it.
+    work_s: float | None = None
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -58,6 +61,7 @@ class EpisodeResult:
             "used": list(self.used),
             "stage_times_s": {k: round(v, 6) for k, v in self.stage_times_s.items()},
             "failures": list(self.failures),
+            "work_s": None if self.work_s is None else round(self.work_s, 6),
         }
 
 
@@ -126,6 +130,7 @@ def run_with_fallbacks(
     calls, violations, fallbacks, t = 0, 0, 0, 0
     stages = {"setup": 0.0, "prepare": 0.0, "act": 0.0}
     failures: list[str] = []
+    work: float | None = None
     outcome = "horizon"
 
     current = next(chain, None)
@@ -163,6 +168,8 @@ def run_with_fallbacks(
             t += 1
         for stage, seconds in current.planner.stage_times.items():
             stages[stage] = stages.get(stage, 0.0) + seconds
+        if current.planner.work_total is not None:
+            work = (work or 0.0) + current.planner.work_total
         if status is not None:
             failures.append(f"{current.label}: {message}")
         if outcome == "horizon" or t >= mdp.horizon or mdp.is_terminal(state):
@@ -188,6 +195,7 @@ def run_with_fallbacks(
         actions=actions,
         stage_times_s=stages,
         failures=failures,
+        work_s=work,
     )
 
 

@@ -75,6 +75,12 @@ class Planner(ABC):
     # evaluation without throwing away the scores (labels) of the planner being abstracted,
     # which the domain's version keys. 1: unless a planner says otherwise.
     version: str = "1"
+    # Nominal seconds of work done by the planning calls since ``prepare``, for planners that
+    # count their work (TAMP and Stilman's algorithm count collision checks, IK solves, grid
+    # cells searched and task-planner calls, each at a fixed cost): a measure of compute that
+    # reads the same on any machine and at any load, where wall-clock time varies by 15-60 %
+    # for the same plan. None: the planner does not count its work.
+    work_total: float | None = None
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed

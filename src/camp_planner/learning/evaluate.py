@@ -28,7 +28,7 @@ from camp_planner.learning import ALL_METHODS
 from camp_planner.learning.bundle import load_bundle
 from camp_planner.learning.labels import Score, ScoreMatrix
 from camp_planner.learning.methods import TrainingData, make_methods
-from camp_planner.learning.paired import compare_methods
+from camp_planner.learning.paired import compare_methods, paired_difference
 from camp_planner.learning.train import score_split, train
 from camp_planner.planners.registry import planner_names, planner_version
 from camp_planner.progress import progress_bar
@@ -184,6 +184,9 @@ def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any
     )
     if paired:
         out["camp"]["paired"] = paired
+    work = work_comparison({m: [row for run in rows[m] for row in run] for m in methods})
+    if work is not None:
+        out["camp"]["work"] = work
     if "camp" in rows and "pure" in rows:
         same = same_plans(rows["camp"], rows["pure"])
         if same is not None:
@@ -200,6 +203,24 @@ def aggregate(per_seed: list[dict[str, list[Score]]]) -> dict[str, dict[str, Any
     for method, ratio in speedups.items():
         out[method]["median_speedup_over_pure"] = ratio
     return out
+
+
+def work_comparison(rows: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+    """The planners' own count of their work (``work_s``, nominal seconds) where every episode
+    of a method has one: each such method's median per episode, and CAMP minus each of
+    them, paired episode by episode. Unlike wall-clock time this reads the same on any
+    machine and at any load, so it shows what a context saves in computation with no timing
+    noise (two runs that made the same plan did the same work). None without CAMP's work."""
+    counted = {
+        m: [float(r["work_s"]) for r in eps]
+        for m, eps in rows.items()
+        if eps and all(r.get("work_s") is not None for r in eps)
+    }
+    if "camp" not in counted:
+        return None
+    medians = {m: statistics.median(w) for m, w in counted.items()}
+    paired = {m: paired_difference(counted["camp"], w) for m, w in counted.items() if m != "camp"}
+    return {"median_s": medians, "paired": paired}
 
 
 def same_plans(
@@ -293,6 +314,7 @@ EPISODE_FIELDS = (
     "success",
     "fallbacks",
     "plan",
+    "work_s",
 )
 
 
@@ -368,6 +390,7 @@ def table_markdown(summary: dict[str, dict[str, Any]], title: str) -> str:
             "the universal context (the same problem as pure planning's).",
         ]
     lines += paired_markdown(camp.get("paired", {}))
+    lines += work_markdown(camp.get("work"))
     lines += _breakdown_markdown(summary)
     return "\n".join(lines) + "\n"
 
@@ -375,6 +398,37 @@ def table_markdown(summary: dict[str, dict[str, Any]], title: str) -> str:
 def _speedup_markdown(summary: dict[str, dict[str, Any]]) -> list[str]:
     line = speedup_line({m: s["median_compute_time_s"] for m, s in summary.items()})
     return [] if line is None else ["", line]
+
+
+def work_markdown(work: Mapping[str, Any] | None) -> list[str]:
+    """:func:`work_comparison` as a table, one row per method that counts its work."""
+    if not work:
+        return []
+    medians, paired = work["median_s"], work["paired"]
+    lines = [
+        "",
+        "The planners' own count of their work (nominal seconds: collision checks, IK "
+        "solves, grid cells searched and task-planner calls, each at a fixed cost), which "
+        "reads the same on any machine and at any load: two runs that made the same plan "
+        "did the same work, so CAMP minus a method here is what the context saved in "
+        "computation, with no timing noise:",
+        "",
+        "| method | median work s | pure ÷ method | CAMP − method, work s [interval] | "
+        "equal / CAMP less / CAMP more |",
+        "|---|---|---|---|---|",
+    ]
+    pure = medians.get("pure")
+    for method, median in medians.items():
+        ratio = f"{pure / median:.2f}×" if pure is not None and median > 0 else "–"
+        d = paired.get(method)
+        if d is None:
+            diff, won = "–", "–"
+        else:
+            diff = f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
+            equal = d["pairs"] - d["a_wins"] - d["b_wins"]
+            won = f"{equal} / {d['b_wins']} / {d['a_wins']}"
+        lines.append(f"| {LABELS.get(method, method)} | {median:.3f} | {ratio} | {diff} | {won} |")
+    return lines
 
 
 def paired_markdown(paired: dict[str, dict[str, dict[str, Any]]], who: str = "CAMP") -> list[str]:

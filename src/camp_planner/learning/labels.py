@@ -67,6 +67,9 @@ class Score:
     # A digest of the executed actions (``plan_digest``): two runs with the same digest made
     # the same plan. Empty for a mean of several runs and for older checkpoints.
     plan: str = ""
+    # The planner's count of its work, in nominal seconds (``EpisodeResult.work_s``): None
+    # for planners that do not count it and for older checkpoints.
+    work_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,6 +86,7 @@ class Score:
             self.fallbacks,
             dict(self.stage_times_s),
             plan=self.plan,
+            work_s=self.work_s,
         )
 
     @staticmethod
@@ -100,6 +104,7 @@ class Score:
             states=data.get("states"),
             actions=data.get("actions"),
             plan=str(data.get("plan", "")),
+            work_s=None if data.get("work_s") is None else float(data["work_s"]),
         )
 
 
@@ -268,6 +273,7 @@ def score_of(task: int, context_id: str, result: EpisodeResult) -> Score:
         states=[list(s) for s in result.states],
         actions=actions,
         plan=plan_digest(actions),
+        work_s=None if result.work_s is None else round(result.work_s, 6),
     )
 
 

@@ -246,6 +246,7 @@ class InterfacePlanner(Planner):
         tamp_base(mdp)  # a clear error for domains without an interface, before any work
         self._mdp = mdp
         self.stage_times = {}
+        self.work_total = 0.0
         self._solve_restarting(mdp.initial_state(), deadline)
 
     def _solve_restarting(self, state: State, deadline: Deadline) -> None:
@@ -268,11 +269,18 @@ class InterfacePlanner(Planner):
         restarted: they end the call, so a CAMP whose context cannot work still fails
         fast. The exception is an attempt caught in a loop (:class:`Stuck`): it starts over
         at once, whatever ``restart_s``, up to ``stuck_restarts`` times per call."""
-        cutoff = self.restart_s
-        attempt = 0
         self.cutoffs = 0
         self.stucks = 0
         self._work_done, self._live = 0.0, None
+        try:
+            self._attempts(state, deadline)
+        finally:  # a call that fails did its work too
+            self.work_total = (self.work_total or 0.0) + self.work()
+
+    def _attempts(self, state: State, deadline: Deadline) -> None:
+        """The attempts of one planning call (see :meth:`_solve_restarting`)."""
+        cutoff = self.restart_s
+        attempt = 0
         work = self.budget_clock == "work"
         while True:
             # Attempt 0 keeps the planner's seed: without a cutoff nothing changes.
@@ -505,12 +513,13 @@ class TAMP(InterfacePlanner):
                 deadline.check()
                 domain, problem = interface.pddl()
                 t0 = time.perf_counter()
+                # Counted at a nominal cost whatever the budgets' clock (``work_total``).
+                self._work_done += fd_work(problem)
                 try:
                     if self.budget_clock == "work":
                         # Fast Downward is killed only at the call's deadline: killed at an
                         # attempt's cutoff, it would end a different attempt on a slower
-                        # machine. Its work is counted after it, at a nominal cost.
-                        self._work_done += fd_work(problem)
+                        # machine.
                         lines = self.runner.solve(domain, problem, deadline.call)
                     else:
                         lines = self.runner.solve(domain, problem, deadline)
