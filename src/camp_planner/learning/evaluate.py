@@ -76,6 +76,9 @@ def seed_cache(
             # Methods interleaved task by task (2): the times of (1), method by method, are
             # not comparable pair by pair with them.
             "order": 2,
+            # What a score records (2: the planners' count of their work, ``work_s``): an eval
+            # cached before a field was recorded would report it missing.
+            "score_format": 2,
             # The baselines' own versions: a fix to Stilman's algorithm reruns the eval.
             "planners": {
                 name: planner_version(name)
