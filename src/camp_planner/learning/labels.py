@@ -186,7 +186,7 @@ class ScoreMatrix:
         s = self.scores[(task, context_id)]
         if cost == "work":
             if lam is None:
-                raise ValueError("labels on the work clock need λ")
+                raise CampError("selector.label_cost: work needs λ to weigh the work (none given)")
             if s.work_s is None:
                 raise CampError(
                     f"selector.label_cost: work, but the score of task {task}, context "
