@@ -198,3 +198,39 @@ def test_label_repeats_score_each_repeat_once_and_keep_the_first(tmp_path: Path)
     bad = tmp_path / "bad.yaml"
     bad.write_text(TINY.replace("selector: {", "selector: {label_repeats: 0, "))
     assert camp_main([*common[:2], str(bad), *common[3:]]) == 2
+
+
+def test_labels_on_the_work_clock_charge_the_planners_count_of_its_work() -> None:
+    from dataclasses import replace
+
+    from camp_planner.learning.labels import ScoreMatrix
+    from camp_planner.learning.selector import SelectorConfig
+    from camp_planner.learning.train import selector_targets
+
+    # "lucky" ran fast on the wall clock but did more work than "saves"; on work, "saves"
+    # wins, and a run's luck no longer decides the label.
+    scores = {
+        (0, "universal"): replace(_score(0, "universal", 1000.0, 0.4, "goal"), work_s=0.5),
+        (0, "lucky"): replace(_score(0, "lucky", 1000.0, 0.2, "goal"), work_s=0.45),
+        (0, "saves"): replace(_score(0, "saves", 1000.0, 0.3, "goal"), work_s=0.1),
+        (0, "fails"): replace(_score(0, "fails", 0.0, 0.1, "no_plan"), work_s=0.05),
+    }
+    matrix = ScoreMatrix([0], ["universal", "lucky", "saves", "fails"], scores)
+    assert list(matrix.targets("hard", 1.0)) == [1]
+    work = matrix.targets("regression", 1.0, lam=100.0, cost="work")[0]
+    assert list(work) == pytest.approx([950.0, 955.0, 990.0, -5.0])
+    # With fallbacks a failed attempt costs its work on top of the fallback's.
+    cascade = matrix.targets("regression", 1.0, lam=100.0, fallback="universal", cost="work")
+    assert cascade[0][3] == pytest.approx(950.0 - 5.0)
+    cfg = SelectorConfig.from_mapping({"labels": "hard", "label_cost": "work"})
+    assert list(selector_targets(matrix, cfg, lam=100.0)) == [2]
+    # The mean of repeated scorings keeps the work where every run recorded it.
+    assert ScoreMatrix.mean([matrix, matrix]).get(0, "saves").work_s == pytest.approx(0.1)
+    # Scores without work (a planner that does not count it) are a clear error, and so is
+    # an unknown cost.
+    plain = ScoreMatrix([0], ["universal"], {(0, "universal"): scores[(0, "universal")]})
+    plain.scores[(0, "universal")] = _score(0, "universal", 1000.0, 0.4, "goal")
+    with pytest.raises(CampError, match="records no work"):
+        plain.targets("hard", 1.0, lam=100.0, cost="work")
+    with pytest.raises(CampError, match="label_cost must be one of"):
+        SelectorConfig.from_mapping({"label_cost": "cpu"})

@@ -47,6 +47,7 @@ def paper_selector_settings() -> dict[str, Any]:
         "structural_context_bias": True,
         "fallback_labels": False,
         "label_repeats": 1,
+        "label_cost": "wall",
     }
 
 

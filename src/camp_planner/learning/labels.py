@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from camp_planner.core.errors import CampError
 from camp_planner.core.objective import EpisodeResult
 from camp_planner.learning.executor import Executor
 from camp_planner.learning.jsonl import append_record, corrupt, read_records
@@ -134,9 +135,12 @@ class ScoreMatrix:
         lam: float | None = None,
         tasks: Sequence[int] | None = None,
         fallback: str | None = None,
+        cost: str = "wall",
     ) -> np.ndarray:
         """Selector targets of ``kind`` (hard, soft, multilabel, regression) for ``tasks``
         (default all); ``lam`` re-weighs compute time (None: the objective as scored).
+        ``cost`` "work" charges ``lam`` times the planner's count of its work instead of
+        the wall-clock time (``lam`` is then required, and every score must record work).
 
         ``fallback`` (a context id, e.g. the universal context's) values each context as the
         deployed CAMP method experiences it: when planning in a context fails, the agent
@@ -148,7 +152,7 @@ class ScoreMatrix:
         rows: list[Any] = []
         for t in self.tasks if tasks is None else tasks:
             values = np.array(
-                [self._value_with_fallback(t, c, lam, fallback) for c in self.context_ids]
+                [self._value_with_fallback(t, c, lam, fallback, cost) for c in self.context_ids]
             )
             if kind == "hard":
                 rows.append(int(max(range(len(values)), key=lambda i: (values[i], -i))))
@@ -162,19 +166,34 @@ class ScoreMatrix:
         return np.asarray(rows) if kind == "hard" else np.stack(rows)
 
     def _value_with_fallback(
-        self, task: int, context_id: str, lam: float | None, fallback: str | None
+        self,
+        task: int,
+        context_id: str,
+        lam: float | None,
+        fallback: str | None,
+        cost: str = "wall",
     ) -> float:
-        value = self._value(task, context_id, lam)
+        value = self._value(task, context_id, lam, cost)
         if fallback is None or context_id == fallback:
             return value
         s = self.scores[(task, context_id)]
         if s.outcome not in PLANNING_FAILURES:
             return value
         spent = s.discounted_return - value  # λ·t of the failed attempt
-        return self._value(task, fallback, lam) - spent
+        return self._value(task, fallback, lam, cost) - spent
 
-    def _value(self, task: int, context_id: str, lam: float | None) -> float:
+    def _value(self, task: int, context_id: str, lam: float | None, cost: str = "wall") -> float:
         s = self.scores[(task, context_id)]
+        if cost == "work":
+            if lam is None:
+                raise CampError("selector.label_cost: work needs λ to weigh the work (none given)")
+            if s.work_s is None:
+                raise CampError(
+                    f"selector.label_cost: work, but the score of task {task}, context "
+                    f"{context_id} records no work: the planner does not count its work "
+                    "(TAMP and Stilman's algorithm do), so use label_cost: wall"
+                )
+            return s.discounted_return - lam * s.work_s
         return s.objective if lam is None else s.discounted_return - lam * s.compute_time_s
 
     @staticmethod
@@ -200,6 +219,11 @@ class ScoreMatrix:
                 success=all(r.success for r in runs),
                 outcome=max(outcomes, key=outcomes.count),
                 fallbacks=max(r.fallbacks for r in runs),
+                work_s=(
+                    None
+                    if any(r.work_s is None for r in runs)
+                    else float(np.mean([r.work_s for r in runs]))
+                ),
             )
         return ScoreMatrix(list(first.tasks), list(first.context_ids), scores)
 

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from camp_planner.learning.selector import SelectorConfig
 
 # Bump when what a score record holds changes, so old checkpoints are not reused.
-LABEL_FORMAT = 2
+# 3: the planner's count of its work (``work_s``), which ``selector.label_cost: work`` reads.
+LABEL_FORMAT = 3
 
 
 @dataclass
@@ -183,7 +184,9 @@ def selector_targets(
 ) -> np.ndarray:
     """The training targets ``cfg`` asks for (kind, temperature, fallback valuation)."""
     fallback = Context.universal().id if cfg.fallback_labels else None
-    return matrix.targets(cfg.labels, cfg.temperature, lam, tasks, fallback=fallback)
+    return matrix.targets(
+        cfg.labels, cfg.temperature, lam, tasks, fallback=fallback, cost=cfg.label_cost
+    )
 
 
 def training_mask(
@@ -223,7 +226,13 @@ def train(
     # them); the selector learns from the mean of all scorings.
     matrix = matrices[0]
     labelled = matrix if len(matrices) == 1 else ScoreMatrix.mean(matrices)
-    labels = labelled.labels()
+    work_labels = cfg.label_cost == "work"
+    # Each training task's best context, as the labels value them (for the bundle's record).
+    labels = (
+        [int(i) for i in labelled.targets("hard", 1.0, pipe.lam(planner), cost="work")]
+        if work_labels
+        else labelled.labels()
+    )
     features = np.stack(
         [selector_input(pipe, t, cfg.model, contexts, pipe.relevant) for t in pipe.tasks("train")]
     )
@@ -238,7 +247,8 @@ def train(
     try:
         report = selector.fit(
             features,
-            selector_targets(labelled, cfg),
+            # On the work clock the labels need λ; as scored, the objective already has it.
+            selector_targets(labelled, cfg, pipe.lam(planner) if work_labels else None),
             bar.update if bar is not None else None,
             training_mask(pipe, pipe.tasks("train"), contexts, cfg),
         )
