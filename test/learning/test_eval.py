@@ -219,16 +219,19 @@ def test_same_plans_counts_the_universal_episodes_apart_and_skips_unrecorded_pla
     assert same_plans([[{"context_id": "universal"}]], [[{"context_id": "pure"}]]) is None
 
 
-def test_methods_are_interleaved_task_by_task_in_a_rotating_order() -> None:
-    order = list(interleaved(["camp", "pure", "stilman"], 4))
-    assert order == [
-        (0, "camp"), (0, "pure"), (0, "stilman"),
-        (1, "pure"), (1, "stilman"), (1, "camp"),
-        (2, "stilman"), (2, "camp"), (2, "pure"),
-        (3, "camp"), (3, "pure"), (3, "stilman"),
-    ]  # fmt: skip
-    # Every method plans every task once; with no methods there is nothing to plan.
-    assert sorted(interleaved(["a", "b"], 3)) == [(t, m) for t in range(3) for m in "ab"]
+def test_methods_are_interleaved_task_by_task_in_a_shuffled_order() -> None:
+    methods = [f"m{i}" for i in range(9)]
+    order = list(interleaved(methods, 10, seed=3))
+    # Task by task, every method once per task.
+    assert [t for t, _ in order] == [t for t in range(10) for _ in methods]
+    for t in range(10):
+        assert sorted(m for task, m in order if task == t) == methods
+    # No method always runs right after the same one (a rotation would put m8 before m0
+    # on every task); the same seed gives the same order, another seed another.
+    before = {order[k - 1][1] for k in range(1, len(order)) if order[k][1] == "m0"}
+    assert len(before) > 2
+    assert order == list(interleaved(methods, 10, seed=3))
+    assert order != list(interleaved(methods, 10, seed=4))
     assert list(interleaved([], 3)) == []
 
 

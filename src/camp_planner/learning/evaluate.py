@@ -3,7 +3,8 @@
 For each of K seeds (a different train/test task draw and selector seed, as the paper's 10
 independent runs), train the selector (resumable), score every context on the test tasks
 when the oracle is asked for, run every method on every test task (task by task, the
-methods' order rotating, so that the runs compared pair by pair are seconds apart), and
+methods in a shuffled order per task, so that the runs compared pair by pair are seconds
+apart), and
 aggregate: per method the mean and standard deviation across seeds of the per-seed mean
 objective, return, compute time, success rate and fallbacks. Writes ``results.json``,
 ``table.md`` (the paper's appendix layout) and ``plot.png`` (mean return vs compute time,
@@ -15,6 +16,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import random
 import statistics
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -73,9 +75,9 @@ def seed_cache(
             "planner": planner,
             "methods": list(methods),
             "seed": seed,
-            # Methods interleaved task by task (2): the times of (1), method by method, are
-            # not comparable pair by pair with them.
-            "order": 2,
+            # Methods interleaved task by task, shuffled per task (3; rotated: 2): the times of
+            # (1), method by method, are not comparable pair by pair with them.
+            "order": 3,
             # What a score records (2: the planners' count of their work, ``work_s``): an eval
             # cached before a field was recorded would report it missing.
             "score_format": 2,
@@ -125,7 +127,7 @@ def run_seed(
         method.fit(data)
     results: dict[str, list[Score]] = {method.name: [] for method in made}
     bar = _bar(len(methods) * n_test, f"seed {seed}: evaluating methods", progress)
-    for t, method in interleaved(made, n_test):
+    for t, method in interleaved(made, n_test, seed):
         results[method.name].append(method.evaluate(pipe, planner, t, seed).without_trajectory())
         if bar is not None:
             bar.update(1)
@@ -136,17 +138,21 @@ def run_seed(
     return results
 
 
-def interleaved(methods: Sequence[T], n_test: int) -> Iterator[tuple[int, T]]:
+def interleaved(methods: Sequence[T], n_test: int, seed: int = 0) -> Iterator[tuple[int, T]]:
     """(test task, method) in the order an eval plans them: task by task, each task's
-    methods in an order that rotates, so that no method is always first.
+    methods in their own order, shuffled with a generator seeded by ``seed`` and the task.
 
     The runs an eval compares pair by pair are then seconds apart, and the host's speed, which
     drifts over minutes, is nearly the same for both. Method by method, minutes apart, two
     identical computations differed beyond the paired interval (``scripts/replan_jitter.py``
-    and docs/results.md, "Identical plans planned again")."""
+    and docs/results.md, "Identical plans planned again"). Shuffled rather than rotated: a
+    rotation puts the same method before a given one on every task (the CAMP always after
+    Stilman's algorithm), so whatever one run leaves behind for the next would fall on
+    one method only."""
     for t in range(n_test):
-        k = t % len(methods) if methods else 0
-        for method in [*methods[k:], *methods[:k]]:
+        order = list(methods)
+        random.Random(1_000_003 * seed + t).shuffle(order)
+        for method in order:
             yield t, method
 
 
