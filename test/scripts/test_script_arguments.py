@@ -39,6 +39,8 @@ BAD_ARGUMENTS = [
     ("replan_jitter", ["--eval", "results.json", "--repeats", "1"]),
     ("replan_jitter", ["--eval", "results.json", "--tasks", "0"]),
     ("replan_jitter", ["--eval", "results.json", "--seeds", "x"]),
+    ("work_ceiling", []),
+    ("work_ceiling", ["scores.jsonl", "--lam", "0"]),
     ("time_csi_learning", ["--k1", "0"]),
     ("time_csi_learning", ["--task", "10"]),
     ("time_planning_runs", ["--tasks", "0"]),
