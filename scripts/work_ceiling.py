@@ -63,7 +63,7 @@ def ceiling(rows: list[dict[str, Any]], lam: float) -> dict[str, Any]:
     def value(s: dict[str, Any]) -> float:
         return float(s["discounted_return"]) - lam * float(s["work_s"])
 
-    tasks = []
+    tasks: list[dict[str, Any]] = []
     for task, scores in sorted(by_task.items()):
         universal = scores.get("universal")
         if universal is None:
