@@ -37,7 +37,6 @@ the summary says), and a completed run deletes it.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import platform
 import statistics
@@ -48,6 +47,7 @@ from typing import Any
 
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
+from camp_planner.learning.evaluate import seed_pipeline
 from camp_planner.learning.labels import plan_digest
 from camp_planner.learning.paired import paired_difference
 from camp_planner.planners.registry import planner_version
@@ -195,9 +195,7 @@ def _run(
         for ep in episodes:
             seed = ep["seed"]
             if seed not in pipes:  # camp eval's seed `seed`: the task draws shift with it
-                config = copy.deepcopy(base.config)
-                config["seed"] = int(base.config["seed"]) + seed
-                pipes[seed] = Pipeline.from_config(info["domain"], config, DEFAULT_ARTIFACTS)
+                pipes[seed] = seed_pipeline(base, DEFAULT_ARTIFACTS, seed)
             pipe = pipes[seed]
             task = pipe.task("test", ep["task"])
             for rep in range(args.repeats):
