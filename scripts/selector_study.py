@@ -9,6 +9,11 @@ objective, next to two references: the oracle's best context and the universal c
 planning runs, so a variant costs seconds instead of an eval run; the chosen variant must
 then be confirmed by a real `camp eval` (selection time is not modelled here).
 
+With ``--measure work`` every pick is valued on the planner's count of its work (return − λ ×
+work) instead of its scored run's wall-clock time: the same plan counts the same on any
+machine, so two variants that pick the same contexts tie exactly, and the oracle row is the
+ceiling of `scripts/work_ceiling.py` with fallbacks modelled.
+
     .venv/bin/python scripts/selector_study.py --domain gridworld --planner vi \\
         --config config/gridworld-reduced.yaml --seeds 2 \\
         --variant multilabel:5 --variant regression:5 [--json out.json]
@@ -31,7 +36,7 @@ import numpy as np
 from camp_planner.core.errors import CampError
 from camp_planner.core.feasibility import screen
 from camp_planner.learning.evaluate import seed_pipeline
-from camp_planner.learning.labels import PLANNING_FAILURES, ScoreMatrix
+from camp_planner.learning.labels import PLANNING_FAILURES, Score, ScoreMatrix
 from camp_planner.learning.methods import attempt_budget
 from camp_planner.learning.selector import (
     LABEL_KINDS,
@@ -110,6 +115,30 @@ def variant_settings(variant: Variant) -> dict[str, Any]:
     return settings
 
 
+MEASURES = ("wall", "work")
+
+
+def seconds(score: Score, measure: str) -> float:
+    """A scored run's cost in seconds on ``measure``: the wall clock, or the planner's own
+    count of its work (the same for the same plan on any machine, at any load)."""
+    if measure == "wall":
+        return score.compute_time_s
+    if score.work_s is None:
+        raise CampError(
+            f"--measure work, but the score of task {score.task}, context {score.context_id} "
+            "records no work: scored before label format 3, or by a planner that does not "
+            "count it (TAMP and Stilman's algorithm do)"
+        )
+    return score.work_s
+
+
+def value(score: Score, lam: float, measure: str = "wall") -> float:
+    """A scored run's objective on ``measure`` (on the wall clock, the objective as scored)."""
+    if measure == "wall":
+        return score.objective
+    return score.discounted_return - lam * seconds(score, measure)
+
+
 def with_fallbacks(
     test: ScoreMatrix,
     task: int,
@@ -117,6 +146,7 @@ def with_fallbacks(
     lam: float,
     budget: float | None = None,
     universal: str = "universal",
+    measure: str = "wall",
 ) -> float:
     """The objective of trying ``order`` until a context does not fail, modelled from the
     scores: a failed attempt costs its compute time (λ·t) and the next one starts afresh.
@@ -124,16 +154,18 @@ def with_fallbacks(
     an approximation when it fails mid-episode. With ``budget`` (``camp.attempt_budget_s``),
     a context other than ``universal`` whose scored run took longer is taken to have been
     cut off there, at a cost of λ·budget: its run up to the budget is assumed to match the
-    scored one."""
+    scored one. ``measure`` "work" counts time as the planner's work instead of the wall
+    clock, for the objective, the failed attempts and the budget alike."""
     spent = 0.0
     for cid in order:
         score = test.get(task, cid)
-        if budget is not None and cid != universal and score.compute_time_s > budget:
+        cost = seconds(score, measure)
+        if budget is not None and cid != universal and cost > budget:
             spent += lam * budget
             continue
         if score.outcome not in PLANNING_FAILURES:
-            return score.objective - spent
-        spent += lam * score.compute_time_s
+            return value(score, lam, measure) - spent
+        spent += lam * cost
     return -spent
 
 
@@ -196,12 +228,14 @@ def study_seed(
     folds: int = 0,
     label_repeats: int = 1,
     budgets: list[float | None] | None = None,
+    measure: str = "wall",
 ) -> dict[str, list[float]]:
     """Per variant (and the references), the objective of each task's pick: on the test
     tasks, or with ``folds`` > 0 on the training tasks by cross-validation (each fold picked
     by a selector trained on the other folds), which chooses a variant without looking at
     the test tasks. Each variant is scored under each of ``budgets`` (attempt budgets;
-    default: the configuration's ``camp.attempt_budget_s``)."""
+    default: the configuration's ``camp.attempt_budget_s``), every pick valued on ``measure``
+    (the wall clock, or the planner's count of its work)."""
     pipe = seed_pipeline(base, artifacts, seed)
     lam = pipe.lam(planner)
     budgets = budgets or [attempt_budget(pipe.config)]
@@ -221,9 +255,10 @@ def study_seed(
         )
     out: dict[str, list[float]] = {
         "oracle": [
-            scored.get(t, scored.context_ids[scored.best_index(t)]).objective for t in scored.tasks
+            max(value(scored.get(t, c), lam, measure) for c in scored.context_ids)
+            for t in scored.tasks
         ],
-        "universal context": [scored.get(t, universal).objective for t in scored.tasks],
+        "universal context": [value(scored.get(t, universal), lam, measure) for t in scored.tasks],
     }
     for variant in variants:
         model = variant[0]
@@ -233,7 +268,10 @@ def study_seed(
         x_train = np.stack(
             [selector_input(pipe, t, model, contexts, pipe.relevant) for t in train_tasks]
         )
-        y_train = np.asarray(selector_targets(train, cfg))
+        # Labels on the work clock need λ; as scored, the objective already has it.
+        y_train = np.asarray(
+            selector_targets(train, cfg, lam if cfg.label_cost == "work" else None)
+        )
         mask = training_mask(pipe, train_tasks, contexts, cfg)
         if folds == 0:
             selector = ContextSelector(tuple(x_train.shape[1:]), len(contexts), cfg)
@@ -263,10 +301,21 @@ def study_seed(
                     orders[i] = order
         for budget in budgets:
             out[budget_name(variant_name(variant), budget, budgets)] = [
-                with_fallbacks(scored, t, order, lam, budget, universal)
+                with_fallbacks(scored, t, order, lam, budget, universal, measure)
                 for t, order in zip(scored.tasks, orders, strict=True)
             ]
     return out
+
+
+def against_universal(per_seed: list[dict[str, list[float]]], name: str) -> tuple[int, int]:
+    """How many tasks (over all seeds) the row ``name`` values above, and below, the
+    universal context (ties within 1e-9 count as neither)."""
+    better = worse = 0
+    for run in per_seed:
+        for v, u in zip(run[name], run["universal context"], strict=True):
+            better += v > u + 1e-9
+            worse += v < u - 1e-9
+    return better, worse
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,6 +357,14 @@ def main(argv: list[str] | None = None) -> int:
         "than the universal one may plan before the next takes over; repeatable, to compare "
         "several; default: the configuration's)",
     )
+    parser.add_argument(
+        "--measure",
+        choices=MEASURES,
+        default="wall",
+        help="value the picks on the scored runs' wall-clock time (the default), or on the "
+        "planner's count of its work (return − λ × work: the same for the same plan on any "
+        "machine; needs scores of label format 3 from a planner that counts work)",
+    )
     parser.add_argument("--json", type=Path, help="also write the per-task objectives here")
     args = parser.parse_args(argv)
     if args.seeds < 1:
@@ -332,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.folds,
                 args.label_repeats,
                 args.attempt_budget,
+                args.measure,
             )
             for s in range(args.seeds)
         ]
@@ -339,18 +397,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     where = f"training tasks, {args.folds}-fold cross-validation" if args.folds else "test tasks"
+    on = "on the planner's work" if args.measure == "work" else "on the wall clock"
     print(
-        f"objective of the picked context ({args.domain}, {args.planner}; {where}), mean per seed"
+        f"objective of the picked context ({args.domain}, {args.planner}; {where}; {on}), "
+        "mean per seed; tasks better / worse than the universal context"
     )
     header = " ".join(f"{'seed ' + str(s):>9}" for s in range(args.seeds))
     width = max(34, *(len(name) for name in per_seed[0]))
-    print(f"{'selector':<{width}} {header}      mean")
+    print(f"{'selector':<{width}} {header}      mean  better/worse")
     rows: dict[str, Any] = {}
     for name in per_seed[0]:
         means = [statistics.fmean(run[name]) for run in per_seed]
-        rows[name] = {"seed_means": means, "per_task": [run[name] for run in per_seed]}
+        better, worse = against_universal(per_seed, name)
+        rows[name] = {
+            "seed_means": means,
+            "per_task": [run[name] for run in per_seed],
+            "better": better,
+            "worse": worse,
+        }
         cells = " ".join(f"{m:9.1f}" for m in means)
-        print(f"{name:<{width}} {cells} {statistics.fmean(means):9.1f}")
+        print(f"{name:<{width}} {cells} {statistics.fmean(means):9.1f}  {better:>6}/{worse}")
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

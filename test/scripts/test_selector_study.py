@@ -26,6 +26,7 @@ selector: {max_iterations: 200}
         (["--variant", "fuzzy:5"], "label kind"),
         (["--variant", "regression:fallback:5"], "expected"),
         (["--folds", "1"], "folds"),
+        (["--measure", "cpu"], "invalid choice"),
     ],
 )
 def test_bad_arguments_are_refused(
@@ -74,6 +75,10 @@ def test_study_reads_checkpoints_and_never_beats_the_oracle(
         assert all(o >= v for o, v in zip(oracle, row["per_task"][0], strict=True)), name
     captured = capsys.readouterr()
     assert "regression:5:noscreen" in captured.out
+    assert "better/worse" in captured.out
+    # BFS-replan does not count its work: valuing picks on work is a clear error.
+    assert study_script.main([*study, "--measure", "work"]) == 2
+    assert "records no work" in capsys.readouterr().err
     # Several attempt budgets: one row per variant and budget.
     assert study_script.main([*study, "--attempt-budget", "0.001"]) == 0
     rows = json.loads((tmp_path / "s.json").read_text())
@@ -120,3 +125,43 @@ def test_attempt_budget_cuts_off_slow_contexts_in_the_model(
     for bad in ("0", "-1", "soon"):
         with pytest.raises(argparse.ArgumentTypeError):
             study.parse_budget(bad)
+
+
+def test_work_measure_values_picks_on_the_planners_work(
+    load_script: Callable[[str], ModuleType],
+) -> None:
+    from camp_planner.core.errors import CampError
+    from camp_planner.learning.labels import Score, ScoreMatrix
+
+    study = load_script("selector_study")
+
+    def score(cid: str, wall: float, work: float | None, outcome: str = "goal") -> Score:
+        ok = outcome == "goal"
+        ret = 1000.0 if ok else 0.0
+        return Score(0, cid, ret - 100.0 * wall, ret, wall, ok, outcome, work_s=work)
+
+    # On the wall clock the room context lost (a slow run); on work it did less.
+    scores = [score("rooms", 3.0, 0.5), score("failed", 0.1, 0.2, "no_plan")]
+    scores.append(score("universal", 1.0, 0.8))
+    matrix = ScoreMatrix(
+        [0], [s.context_id for s in scores], {(0, s.context_id): s for s in scores}
+    )
+    assert study.with_fallbacks(matrix, 0, ["rooms"], 100.0) == pytest.approx(700.0)
+    assert study.with_fallbacks(matrix, 0, ["rooms"], 100.0, measure="work") == pytest.approx(950.0)
+    # A failed attempt costs its work, then the universal context's 920.
+    order = ["failed", "universal"]
+    assert study.with_fallbacks(matrix, 0, order, 100.0, measure="work") == pytest.approx(900.0)
+    # The budget is on the same measure: 0.5 s of work is within a 0.6 s budget.
+    assert study.with_fallbacks(matrix, 0, ["rooms"], 100.0, 0.6, measure="work") == pytest.approx(
+        950.0
+    )
+    unmeasured = ScoreMatrix([0], ["old"], {(0, "old"): score("old", 1.0, None)})
+    with pytest.raises(CampError, match="records no work"):
+        study.with_fallbacks(unmeasured, 0, ["old"], 100.0, measure="work")
+    # Better / worse than the universal context, over seeds; exact ties count as neither.
+    runs = [
+        {"universal context": [900.0, 900.0], "x": [910.0, 900.0]},
+        {"universal context": [800.0], "x": [700.0]},
+    ]
+    assert study.against_universal(runs, "x") == (1, 1)
+    assert study.against_universal(runs, "universal context") == (0, 0)
