@@ -49,7 +49,7 @@ from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.learning.evaluate import seed_pipeline
 from camp_planner.learning.labels import plan_digest
-from camp_planner.learning.paired import paired_difference
+from camp_planner.learning.paired import p_value, paired_difference
 from camp_planner.planners.registry import planner_version
 from camp_planner.workflow import Pipeline
 
@@ -364,7 +364,7 @@ def report(summary: dict[str, Any], runs: list[dict[str, Any]]) -> None:
         print(
             f"  CAMP − pure, {label}: {d['mean']:+.1f} [{d['ci_low']:+.1f}, {d['ci_high']:+.1f}] "
             f"points over {d['pairs']} pairs ({d['verdict']}; CAMP ahead in {d['a_wins']}, "
-            f"pure in {d['b_wins']}){extra}"
+            f"pure in {d['b_wins']}; signed-rank p {p_value(d)}){extra}"
         )
     if summary["runs_finished_earlier"]:
         print(

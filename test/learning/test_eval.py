@@ -81,6 +81,8 @@ def test_tiny_eval_writes_results_table_and_plot(tmp_path: Path) -> None:
     )
     assert "CAMP against each method on the same test episodes" in table
     assert "| Pure planning | " in table.split("CAMP against each method")[1]
+    assert "Wilcoxon signed-rank" in table
+    assert 0.0 < paired["pure"]["objective"]["signed_rank_p"] <= 1.0
     assert (out / "plot.png").read_bytes()[:4] == b"\x89PNG"
     # A second run reuses every cached seed instead of retraining or re-evaluating.
     caches = sorted((tmp_path / "a").rglob("eval-*.json"))
@@ -253,8 +255,10 @@ def test_work_is_compared_only_for_methods_that_count_it_and_equal_work_is_a_tie
     assert pure["mean"] == pytest.approx(-1 / 3)
     assert (pure["a_wins"], pure["b_wins"], pure["pairs"]) == (0, 1, 3)
     table = "\n".join(work_markdown(work))
-    assert "| Pure planning | 1.500 | 1.00× |" in table and "| 2 / 1 / 0 |" in table
-    assert "| CAMP (ours) | 1.000 | 1.50× | – | – |" in table
+    assert "| Pure planning | 1.500 | 1.00× |" in table and "| 2 / 1 / 0 | 1.000 |" in table
+    # The two equal pairs carry no evidence: one difference left, so the rank test says 1.
+    assert pure["signed_rank_p"] == 1.0
+    assert "| CAMP (ours) | 1.000 | 1.50× | – | – | – |" in table
     assert "plan_transfer" not in table and "Plan transfer" not in table
     # Without CAMP's count (an eval written before it was recorded) there is nothing to say.
     assert work_comparison({"camp": rows(None), "pure": rows(1.0)}) is None

@@ -52,3 +52,27 @@ def test_a_bootstrap_interval_brackets_the_statistic_and_narrows_with_more_value
         bootstrap_interval(few, "mode")
     with pytest.raises(ValueError, match="no values"):
         bootstrap_interval([], "mean")
+
+
+def test_the_signed_rank_test_reads_wins_pair_by_pair_not_the_tail() -> None:
+    from camp_planner.learning.paired import p_value, signed_rank_p
+
+    # Twelve small wins and one huge loss: the mean says "behind", the ranks say "ahead".
+    d = [1.0 + 0.1 * i for i in range(12)] + [-500.0]
+    cmp = paired_difference(d, [0.0] * len(d))
+    assert cmp["mean"] < 0
+    assert cmp["signed_rank_p"] == pytest.approx(signed_rank_p(d))
+    # Twelve of thirteen ranks positive, the largest negative: exact two-sided
+    # p = 2·P(T ≤ 13) = 176 / 8192 under the null of signs at random.
+    assert cmp["signed_rank_p"] == pytest.approx(176 / 8192)
+    assert signed_rank_p([float(i) for i in range(1, 11)]) == pytest.approx(2 / 2**10)
+    # Ties carry no evidence: exact zeros are dropped, and all zeros give p = 1.
+    assert signed_rank_p([0.0, 0.0, 0.0]) == 1.0
+    assert signed_rank_p([0.0] * 20 + [float(i) for i in range(1, 11)]) == pytest.approx(
+        signed_rank_p([float(i) for i in range(1, 11)])
+    )
+    with pytest.raises(ValueError, match="finite"):
+        signed_rank_p([1.0, float("nan")])
+    assert p_value(cmp).startswith("0.")
+    assert p_value({"signed_rank_p": 1e-6}) == "< 0.001"
+    assert p_value({}) == "–"  # results recorded before the test was added

@@ -30,7 +30,7 @@ from camp_planner.learning import ALL_METHODS
 from camp_planner.learning.bundle import load_bundle
 from camp_planner.learning.labels import Score, ScoreMatrix
 from camp_planner.learning.methods import TrainingData, make_methods
-from camp_planner.learning.paired import compare_methods, paired_difference
+from camp_planner.learning.paired import compare_methods, p_value, paired_difference
 from camp_planner.learning.train import score_split, train
 from camp_planner.planners.registry import planner_names, planner_version
 from camp_planner.progress import progress_bar
@@ -423,20 +423,23 @@ def work_markdown(work: Mapping[str, Any] | None) -> list[str]:
         "computation, with no timing noise:",
         "",
         "| method | median work s | pure ÷ method | CAMP − method, work s [interval] | "
-        "equal / CAMP less / CAMP more |",
-        "|---|---|---|---|---|",
+        "equal / CAMP less / CAMP more | p |",
+        "|---|---|---|---|---|---|",
     ]
     pure = medians.get("pure")
     for method, median in medians.items():
         ratio = f"{pure / median:.2f}×" if pure is not None and median > 0 else "–"
         d = paired.get(method)
         if d is None:
-            diff, won = "–", "–"
+            diff, won, p = "–", "–", "–"
         else:
             diff = f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
             equal = d["pairs"] - d["a_wins"] - d["b_wins"]
             won = f"{equal} / {d['b_wins']} / {d['a_wins']}"
-        lines.append(f"| {LABELS.get(method, method)} | {median:.3f} | {ratio} | {diff} | {won} |")
+            p = p_value(d)
+        lines.append(
+            f"| {LABELS.get(method, method)} | {median:.3f} | {ratio} | {diff} | {won} | {p} |"
+        )
     return lines
 
 
@@ -451,10 +454,14 @@ def paired_markdown(paired: dict[str, dict[str, dict[str, Any]]], who: str = "CA
         f"over {first['pairs']} (seed, task) pairs, {100 * first['level']:.0f} % bootstrap "
         f"interval; episodes won: by {who} / by the method). The seed-to-seed SDs above "
         "overlap for most pairs of methods; an interval that excludes 0 is a difference "
-        "beyond the run-to-run noise:",
+        "beyond the run-to-run noise. The interval of a mean is too narrow when times are "
+        "heavy-tailed, so p is also given: the Wilcoxon signed-rank test's two-sided p-value "
+        "on the objective, which asks whether one side wins pair by pair (exact ties left "
+        "out):",
         "",
-        "| against | Δ objective [interval] | won | objective | Δ compute s [interval] | time |",
-        "|---|---|---|---|---|---|",
+        "| against | Δ objective [interval] | won | objective | p | Δ compute s [interval] "
+        "| time |",
+        "|---|---|---|---|---|---|---|",
     ]
     for other, cmp in paired.items():
         o, t = cmp["objective"], cmp["compute_time_s"]
@@ -467,6 +474,7 @@ def paired_markdown(paired: dict[str, dict[str, dict[str, Any]]], who: str = "CA
         lines.append(
             f"| {LABELS.get(other, other)} | {o['mean']:+.1f} [{o['ci_low']:+.1f}, "
             f"{o['ci_high']:+.1f}] | {o['a_wins']} / {o['b_wins']} | {o_verdict} | "
+            f"{p_value(o)} | "
             f"{t['mean']:+.3f} [{t['ci_low']:+.3f}, {t['ci_high']:+.3f}] | {t_verdict} |"
         )
     return lines
