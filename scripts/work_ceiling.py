@@ -26,23 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from camp_planner.core.errors import CampError
+from camp_planner.learning.jsonl import read_records
 
 
 def read_scores(path: Path) -> list[dict[str, Any]]:
-    """The complete records of a score checkpoint. Read only: a line still being written by
+    """The complete records of a score checkpoint, read only: a line still being written by
     a running scoring (no newline yet) is skipped, not cut off."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise CampError(f"cannot read {path}: {exc}") from None
+    if not path.is_file():
+        raise CampError(f"cannot read {path}: no such file")
     rows = []
-    for number, line in enumerate(text.split("\n")[:-1], 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            raise CampError(f"{path}, line {number}: not a JSON record") from None
+    for number, row in read_records(path, repair=False):
         if not isinstance(row, dict) or "task" not in row or "context_id" not in row:
             raise CampError(f"{path}, line {number}: not a score record")
         rows.append(row)

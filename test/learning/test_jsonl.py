@@ -38,3 +38,18 @@ def test_a_torn_last_unit_is_dropped_and_a_malformed_one_is_named(tmp_path: Path
         cp.path.write_text('{"unit": [0], "result": 1.0}\n' + bad + "\n")
         with pytest.raises(CampError, match=r"bench-.*\.jsonl line 2 is corrupt"):
             RunCheckpoint(tmp_path, "bench", {})
+
+
+def test_a_reader_that_only_looks_leaves_a_line_being_written_alone(tmp_path: Path) -> None:
+    from camp_planner.learning.jsonl import append_record, read_records
+
+    path = tmp_path / "scores.jsonl"
+    append_record(path, {"task": 0})
+    with path.open("a") as handle:
+        handle.write('{"task": 1, "con')  # a running scoring, mid-line
+    torn = path.read_text()
+    assert read_records(path, repair=False) == [(1, {"task": 0})]
+    assert path.read_text() == torn
+    # The writer's read cuts the torn line off, so its next append starts a clean line.
+    assert read_records(path) == [(1, {"task": 0})]
+    assert path.read_text() == '{"task": 0}\n'

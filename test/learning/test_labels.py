@@ -234,3 +234,15 @@ def test_labels_on_the_work_clock_charge_the_planners_count_of_its_work() -> Non
         plain.targets("hard", 1.0, lam=100.0, cost="work")
     with pytest.raises(CampError, match="label_cost must be one of"):
         SelectorConfig.from_mapping({"label_cost": "cpu"})
+
+
+def test_an_offline_study_reads_scores_without_cutting_a_line_being_written(
+    tmp_path: Path,
+) -> None:
+    cp = Checkpoint(tmp_path / "c.jsonl")
+    cp.append(Score(0, "universal", 900.0, 1000.0, 1.0, True, "goal", work_s=0.5))
+    with cp.path.open("a") as handle:
+        handle.write('{"task": 1, "context_id": "univ')  # a scoring still running
+    before = cp.path.read_text()
+    assert set(cp.load(repair=False)) == {(0, "universal")}
+    assert cp.path.read_text() == before

@@ -47,7 +47,7 @@ def test_the_best_context_on_work_is_set_beside_the_universal_one(
     ("content", "message"),
     [
         (None, "cannot read"),
-        ("not json\n", "not a JSON record"),
+        ("not json\n", "line 1 is corrupt"),
         ("[1, 2]\n", "not a score record"),
         (_row(0, "universal", None) + "\n", "records no work"),
         (_row(0, "c1", 0.1) + "\n", "no score for the universal context"),

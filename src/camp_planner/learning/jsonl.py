@@ -18,13 +18,17 @@ from typing import Any
 from camp_planner.core.errors import CampError
 
 
-def read_records(path: Path) -> list[tuple[int, Any]]:
-    """``(line number, parsed JSON)`` for every complete line of ``path`` (none if missing)."""
+def read_records(path: Path, repair: bool = True) -> list[tuple[int, Any]]:
+    """``(line number, parsed JSON)`` for every complete line of ``path`` (none if missing).
+
+    ``repair`` (for the writer about to append) truncates a last line without its newline.
+    A reader that only looks (an offline study, say) passes False: the last line may be one
+    a running job is writing at this moment, and is skipped, not cut off under it."""
     if not path.exists():
         return []
     data = path.read_bytes()
     complete = data.rfind(b"\n") + 1
-    if complete < len(data):
+    if repair and complete < len(data):
         with path.open("r+b") as handle:
             handle.truncate(complete)
     records = []

@@ -241,9 +241,11 @@ class Checkpoint:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def load(self) -> dict[tuple[int, str], Score]:
+    def load(self, repair: bool = True) -> dict[tuple[int, str], Score]:
+        """The finished scores; ``repair`` as in :func:`read_records` (False to only read a
+        checkpoint a running scoring may be appending to)."""
         found: dict[tuple[int, str], Score] = {}
-        for number, row in read_records(self.path):
+        for number, row in read_records(self.path, repair):
             try:
                 score = Score.from_json(row)
             except (KeyError, TypeError, ValueError):

@@ -91,7 +91,8 @@ def cached_matrix(
     without planning anything (offline studies of what was scored); missing scores are an
     error naming the command that scores them."""
     checkpoint = score_checkpoint(pipe, artifacts, planner, split, seed, repeat=repeat)
-    scores = checkpoint.load()
+    # Read only: an eval may be scoring into this checkpoint right now.
+    scores = checkpoint.load(repair=False)
     tasks = list(range(len(pipe.tasks(split))))
     ids = [c.id for c in pipe.space]
     missing = [(t, c) for t in tasks for c in ids if (t, c) not in scores]
