@@ -109,14 +109,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     plans = rows["plans"]
     if plans:
-        print(f"\n{'task':>4} | {'CAMP (selected)':>30} | {'universal':>20}")
+        # The whole context name: which rooms the selector allowed is the point of the row.
+        print(f"\n{'task':>4} | {'CAMP (the selected context)':<44} | universal")
         for i in range(len(scenes)):
             cells = []
             for method in ("camp", "universal"):
                 r = next(p for p in plans if p["task"] == i and p["method"] == method)
                 ok = "goal" if r["success"] else r["error"]
-                cells.append(f"{r['latency_s']:6.2f} s {ok:<8} {r['context'][:12]:<12}")
-            print(f"{i:>4} | {cells[0]:>30} | {cells[1]:>20}")
+                cells.append(f"{r['latency_s']:6.2f} s {ok:<8} {r['context']}")
+            print(f"{i:>4} | {cells[0]:<44} | {cells[1]}")
         for method in ("camp", "universal"):
             mine = [p for p in plans if p["method"] == method]
             lat = [p["latency_s"] for p in mine]
