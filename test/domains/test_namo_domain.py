@@ -92,7 +92,6 @@ def test_the_paper_worlds_csis_are_those_the_shipped_selector_was_trained_with(
         assert pipe.store.get(old.context).dependencies == old.dependencies, old.context.name
 
 
-
 def test_the_shipped_selector_was_trained_with_the_domains_default_selector_settings() -> None:
     """`camp plan` and the ROS nodes use the shipped bundle under the domain's defaults: a
     change to those (labels, their cost, the network) needs the bundle retrained with
@@ -107,6 +106,7 @@ def test_the_shipped_selector_was_trained_with_the_domains_default_selector_sett
     assert cfg == SelectorConfig.from_mapping({**D.default_config()["selector"], "seed": 0})
     # The paper's hard labels valued on the planner's work (docs/results.md, eval v20).
     assert (cfg.labels, cfg.label_cost) == ("hard", "work")
+
 
 def test_learned_csis_are_keyed_by_the_csi_version_not_the_planners(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
