@@ -36,7 +36,7 @@ import numpy as np
 from camp_planner.core.errors import CampError
 from camp_planner.core.feasibility import screen
 from camp_planner.learning.evaluate import seed_pipeline
-from camp_planner.learning.labels import PLANNING_FAILURES, Score, ScoreMatrix
+from camp_planner.learning.labels import PLANNING_FAILURES, ScoreMatrix
 from camp_planner.learning.methods import attempt_budget
 from camp_planner.learning.selector import (
     LABEL_KINDS,
@@ -118,27 +118,6 @@ def variant_settings(variant: Variant) -> dict[str, Any]:
 MEASURES = ("wall", "work")
 
 
-def seconds(score: Score, measure: str) -> float:
-    """A scored run's cost in seconds on ``measure``: the wall clock, or the planner's own
-    count of its work (the same for the same plan on any machine, at any load)."""
-    if measure == "wall":
-        return score.compute_time_s
-    if score.work_s is None:
-        raise CampError(
-            f"--measure work, but the score of task {score.task}, context {score.context_id} "
-            "records no work: scored before label format 3, or by a planner that does not "
-            "count it (TAMP and Stilman's algorithm do)"
-        )
-    return score.work_s
-
-
-def value(score: Score, lam: float, measure: str = "wall") -> float:
-    """A scored run's objective on ``measure`` (on the wall clock, the objective as scored)."""
-    if measure == "wall":
-        return score.objective
-    return score.discounted_return - lam * seconds(score, measure)
-
-
 def with_fallbacks(
     test: ScoreMatrix,
     task: int,
@@ -156,15 +135,17 @@ def with_fallbacks(
     cut off there, at a cost of λ·budget: its run up to the budget is assumed to match the
     scored one. ``measure`` "work" counts time as the planner's work instead of the wall
     clock, for the objective, the failed attempts and the budget alike."""
+    # On the wall clock a run is worth its objective as scored; on work, λ weighs the work.
+    charge = None if measure == "wall" else lam
     spent = 0.0
     for cid in order:
         score = test.get(task, cid)
-        cost = seconds(score, measure)
+        cost = score.seconds(measure)
         if budget is not None and cid != universal and cost > budget:
             spent += lam * budget
             continue
         if score.outcome not in PLANNING_FAILURES:
-            return value(score, lam, measure) - spent
+            return score.value(charge, measure) - spent
         spent += lam * cost
     return -spent
 
@@ -253,12 +234,15 @@ def study_seed(
             cached_matrix(pipe, artifacts, planner, "test", seed),
             list(pipe.tasks("test")),
         )
+    charge = None if measure == "wall" else lam  # as in with_fallbacks
     out: dict[str, list[float]] = {
         "oracle": [
-            max(value(scored.get(t, c), lam, measure) for c in scored.context_ids)
+            max(scored.get(t, c).value(charge, measure) for c in scored.context_ids)
             for t in scored.tasks
         ],
-        "universal context": [value(scored.get(t, universal), lam, measure) for t in scored.tasks],
+        "universal context": [
+            scored.get(t, universal).value(charge, measure) for t in scored.tasks
+        ],
     }
     for variant in variants:
         model = variant[0]

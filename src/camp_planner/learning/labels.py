@@ -75,6 +75,28 @@ class Score:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def seconds(self, cost: str = "wall") -> float:
+        """The run's time on ``cost``: "wall" (its wall-clock compute time) or "work" (the
+        planner's count of its work, the same for the same plan on any machine)."""
+        if cost != "work":
+            return self.compute_time_s
+        if self.work_s is None:
+            raise CampError(
+                f"the score of task {self.task}, context {self.context_id} records no work: "
+                "scored before label format 3, or by a planner that does not count its work "
+                "(TAMP and Stilman's algorithm do); value it on the wall clock instead"
+            )
+        return self.work_s
+
+    def value(self, lam: float | None, cost: str = "wall") -> float:
+        """The run's objective with its time on ``cost`` charged at ``lam`` (None: the
+        objective as scored, on the wall clock; on work ``lam`` is required)."""
+        if cost == "work":
+            if lam is None:
+                raise CampError("selector.label_cost: work needs λ to weigh the work (none given)")
+            return self.discounted_return - lam * self.seconds("work")
+        return self.objective if lam is None else self.discounted_return - lam * self.compute_time_s
+
     def without_trajectory(self) -> Score:
         return Score(
             self.task,
@@ -183,18 +205,7 @@ class ScoreMatrix:
         return self._value(task, fallback, lam, cost) - spent
 
     def _value(self, task: int, context_id: str, lam: float | None, cost: str = "wall") -> float:
-        s = self.scores[(task, context_id)]
-        if cost == "work":
-            if lam is None:
-                raise CampError("selector.label_cost: work needs λ to weigh the work (none given)")
-            if s.work_s is None:
-                raise CampError(
-                    f"selector.label_cost: work, but the score of task {task}, context "
-                    f"{context_id} records no work: the planner does not count its work "
-                    "(TAMP and Stilman's algorithm do), so use label_cost: wall"
-                )
-            return s.discounted_return - lam * s.work_s
-        return s.objective if lam is None else s.discounted_return - lam * s.compute_time_s
+        return self.scores[(task, context_id)].value(lam, cost)
 
     @staticmethod
     def mean(matrices: Sequence[ScoreMatrix]) -> ScoreMatrix:
