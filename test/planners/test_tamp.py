@@ -118,6 +118,58 @@ def test_a_camp_drops_forbidden_rooms_boxes_and_never_touches_them() -> None:
     mdp.close()
 
 
+def test_the_room_test_agrees_with_the_tasks_rooms_and_is_left_out_only_where_it_passes() -> None:
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    mdp = NamoMDP.from_task(CHAIN)
+    rng = random.Random(3)
+    size = CHAIN.settings.room_size
+    for allowed in (frozenset({0, 1, 2, 5, 8}), frozenset({4}), frozenset(range(9))):
+        iface = NamoTampInterface(mdp, mdp.initial_state(), allowed, seed=0, settings={})
+        # On and off room borders, and outside the world (clamped as ``room_of`` clamps).
+        points = [(rng.uniform(-1.0, 10.0), rng.uniform(-1.0, 10.0)) for _ in range(2000)]
+        points += [(i * size, j * size) for i in range(-1, 5) for j in range(-1, 5)]
+        for x, y in points:
+            assert iface._allowed_at(x, y) == (CHAIN.room_of(x, y) in allowed), (x, y)
+        for _ in range(300):
+            x0, x1 = sorted(rng.uniform(0.0, 9.0) for _ in range(2))
+            y0, y1 = sorted(rng.uniform(0.0, 9.0) for _ in range(2))
+            # The rooms the bounds meet: those of its corners and of every border it crosses.
+            xs = [x0, x1, *(k * size for k in range(4) if x0 < k * size <= x1)]
+            ys = [y0, y1, *(k * size for k in range(4) if y0 < k * size <= y1)]
+            met = {CHAIN.room_of(x, y) for x in xs for y in ys}
+            assert iface._all_allowed((x0, y0, x1, y1)) == (met <= allowed)
+        # Room 0's OMPL bounds reach past its walls into rooms 1 and 3.
+        assert iface._all_allowed(iface._room_bounds(0)) == ({0, 1, 3, 4} <= allowed)
+        iface.close()
+    mdp.close()
+
+
+def test_a_camp_plans_the_same_with_the_room_test_asked_in_every_query(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The room test is left out of a query only within bounds where it passes everywhere, so
+    # the plan and its work are those of a check that asks it every time.
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+
+    context = Context("disjunction", tuple(Term("robot_room", r) for r in (0, 1, 2, 5, 8)))
+    runs = []
+    for always in (False, True):
+        if always:
+            monkeypatch.setattr(NamoTampInterface, "_within", lambda self, valid, _: valid.tested)
+        mdp = NamoMDP.from_task(CHAIN)
+        dropped = {n for n in SLOT_NAMES if n.startswith(("box_r3_", "box_r4_", "box_r6_"))}
+        camp = CAMP.build(mdp, context, frozenset(v.name for v in mdp.variables) - dropped)
+        planner = TAMP(seed=1, budget_clock="work", motion_seeds="query")
+        runs.append(
+            run_episode(mdp, planner, lam=0.0, timeout_s=60, rng=random.Random(0), camp=camp)
+        )
+        mdp.close()
+    skipped, asked = runs
+    assert skipped.success and asked.actions == skipped.actions
+    assert skipped.work_s is not None and skipped.work_s == asked.work_s
+
+
 def test_tamp_refuses_domains_without_an_interface() -> None:
     with pytest.raises(PlanningError, match="task-and-motion"):
         TAMP().prepare(GridMDP(("S.G",)), Deadline(None))
@@ -389,7 +441,7 @@ def test_the_grid_never_blocks_a_gap_a_planned_base_path_passes() -> None:
     for box in task.boxes:
         _block(grid, task.box_rect(box.x, box.y), radius, cell)
     _open_around(grid, iface._cell(task.start, cell, n))
-    valid = iface._valid(iface._scene(), False, "", task.start)
+    valid = iface._valid(iface._scene(), False, "", task.start).tested
     found = 0
     for goal in ((4.5, 1.5, 0.0), (4.5, 4.5, 1.0), (1.5, 4.5, -2.0), (2.45, 1.5, 0.0)):
         result = plan_base_path(task.start, goal, (0.0, 0.0, 9.0, 9.0), valid, timeout_s=10)
@@ -631,7 +683,7 @@ def test_a_camp_closes_the_doorways_into_forbidden_rooms_not_the_rooms_walls() -
     names = {name for _, name in scene._near(0.6, 2.5, 0.03, frozenset())}
     assert "forbidden" not in names
     # Poses whose centre lies in a forbidden room are invalid for planning.
-    assert not iface._valid(scene, False, "", task.start)(1.5, 4.5, 0.0)
+    assert not iface._valid(scene, False, "", task.start).tested(1.5, 4.5, 0.0)
     iface.close()
     assert "forbidden" not in mdp.scene().collisions((1.5, 2.75, math.pi / 2))
     mdp.close()

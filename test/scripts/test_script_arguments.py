@@ -47,6 +47,7 @@ BAD_ARGUMENTS = [
     ("time_planning_runs", ["--seeds", "-1"]),
     ("time_planning_runs", ["--timeout", "0"]),
     ("time_planning_runs", ["--planner", "bfs"]),
+    ("time_planning_runs", ["--bundle", "x.pt"]),
     ("time_planning_runs", ["--set", "budget_clock"]),
 ]
 

@@ -39,7 +39,39 @@ def test_stilman_can_be_timed_too(tmp_path: Path, load_script: Callable[[str], M
     out = tmp_path / "runs.json"
     argv = ["--planner", "stilman", "--tasks", "1", "--seeds", "1", "--json", str(out)]
     assert load_script("time_planning_runs").main(argv) == 0
-    assert json.loads(out.read_text())["summary"]["planner"] == "stilman"
+    data = json.loads(out.read_text())
+    assert data["summary"]["planner"] == "stilman" and data["runs"][0]["context"] is None
+
+
+def test_the_camp_method_is_timed_with_its_contexts_and_every_run_counts_its_work(
+    tmp_path: Path,
+    load_script: Callable[[str], ModuleType],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "runs.json"
+    argv = ["--planner", "camp", "--tasks", "2", "--seeds", "1", "--json", str(out)]
+    assert load_script("time_planning_runs").main(argv) == 0
+    data = json.loads(out.read_text())
+    runs, summary = data["runs"], data["summary"]
+    assert summary["planner"] == "camp" and summary["successes"] == 2
+    # The shipped selector's first pick is named with each run; plain planners name none.
+    assert all(r["context"] and r["work_s"] > 0 for r in runs)
+    assert summary["total_work_s"] == pytest.approx(sum(r["work_s"] for r in runs))
+    assert summary["seconds_per_work_s"] == pytest.approx(
+        summary["total_s"] / summary["total_work_s"]
+    )
+    assert "s per s of work" in capsys.readouterr().out
+
+
+def test_a_missing_bundle_is_a_clear_error(
+    tmp_path: Path, load_script: Callable[[str], ModuleType], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--planner", "camp", "--tasks", "1", "--bundle", str(tmp_path / "none.pt")]
+    with pytest.raises(SystemExit) as exc:
+        load_script("time_planning_runs").main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "no selector bundle" in err and "Traceback" not in err
 
 
 def test_planner_settings_can_be_changed_and_an_unknown_one_is_a_clear_error(
