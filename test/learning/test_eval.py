@@ -239,7 +239,7 @@ def test_methods_are_interleaved_task_by_task_in_a_shuffled_order() -> None:
 
 def test_work_is_compared_only_for_methods_that_count_it_and_equal_work_is_a_tie() -> None:
     def rows(*works: float | None) -> list[dict[str, object]]:
-        return [{"task": t, "work_s": w} for t, w in enumerate(works)]
+        return [{"task": t, "work_s": w, "compute_time_s": 0.5} for t, w in enumerate(works)]
 
     work = work_comparison(
         {
@@ -260,6 +260,15 @@ def test_work_is_compared_only_for_methods_that_count_it_and_equal_work_is_a_tie
     assert pure["signed_rank_p"] == 1.0
     assert "| CAMP (ours) | 1.000 | 1.50× | – | – | – |" in table
     assert "plan_transfer" not in table and "Plan transfer" not in table
+    # Wall-clock seconds per second of work, over all episodes: 1.5 s of 3.5 s and 4.5 s.
+    assert work["wall_per_work"] == pytest.approx(
+        {"camp": 1.5 / 3.5, "pure": 1.5 / 4.5, "stilman": 1.5 / 7.0}
+    )
+    assert "| 2 / 1 / 0 | 1.000 | 0.33 |" in table
+    assert "| CAMP (ours) | 1.000 | 1.50× | – | – | – | 0.43 |" in table
+    # Results written before the ratio was recorded: a dash in its place.
+    older = {k: v for k, v in work.items() if k != "wall_per_work"}
+    assert "| CAMP (ours) | 1.000 | 1.50× | – | – | – | – |" in "\n".join(work_markdown(older))
     # Without CAMP's count (an eval written before it was recorded) there is nothing to say.
     assert work_comparison({"camp": rows(None), "pure": rows(1.0)}) is None
     assert work_markdown(None) == []

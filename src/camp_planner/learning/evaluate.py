@@ -219,7 +219,11 @@ def work_comparison(rows: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any] 
     of a method has one: each such method's median per episode, and CAMP minus each of
     them, paired episode by episode. Unlike wall-clock time this reads the same on any
     machine and at any load, so it shows what a context saves in computation with no timing
-    noise (two runs that made the same plan did the same work). None without CAMP's work."""
+    noise (two runs that made the same plan did the same work). None without CAMP's work.
+
+    ``wall_per_work``: each method's wall-clock seconds per second of work, over all its
+    episodes. The nominal costs are the same for every method, so a method whose ratio is
+    higher spends more time in code the count does not see (or in costlier checks)."""
     counted = {
         m: [float(r["work_s"]) for r in eps]
         for m, eps in rows.items()
@@ -229,7 +233,12 @@ def work_comparison(rows: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any] 
         return None
     medians = {m: statistics.median(w) for m, w in counted.items()}
     paired = {m: paired_difference(counted["camp"], w) for m, w in counted.items() if m != "camp"}
-    return {"median_s": medians, "paired": paired}
+    per_work = {
+        m: sum(float(r["compute_time_s"]) for r in rows[m]) / sum(w)
+        for m, w in counted.items()
+        if sum(w) > 0 and all(r.get("compute_time_s") is not None for r in rows[m])
+    }
+    return {"median_s": medians, "paired": paired, "wall_per_work": per_work}
 
 
 def same_plans(
@@ -414,17 +423,20 @@ def work_markdown(work: Mapping[str, Any] | None) -> list[str]:
     if not work:
         return []
     medians, paired = work["median_s"], work["paired"]
+    # Results written before the ratio was recorded have none: a dash.
+    per_work = work.get("wall_per_work", {})
     lines = [
         "",
         "The planners' own count of their work (nominal seconds: collision checks, IK "
         "solves, grid cells searched and task-planner calls, each at a fixed cost), which "
         "reads the same on any machine and at any load: two runs that made the same plan "
         "did the same work, so CAMP minus a method here is what the context saved in "
-        "computation, with no timing noise:",
+        "computation, with no timing noise. The last column is wall-clock seconds per "
+        "second of work over all episodes: time spent outside what the count sees.",
         "",
         "| method | median work s | pure ÷ method | CAMP − method, work s [interval] | "
-        "equal / CAMP less / CAMP more | p |",
-        "|---|---|---|---|---|---|",
+        "equal / CAMP less / CAMP more | p | wall s per work s |",
+        "|---|---|---|---|---|---|---|",
     ]
     pure = medians.get("pure")
     for method, median in medians.items():
@@ -437,8 +449,10 @@ def work_markdown(work: Mapping[str, Any] | None) -> list[str]:
             equal = d["pairs"] - d["a_wins"] - d["b_wins"]
             won = f"{equal} / {d['b_wins']} / {d['a_wins']}"
             p = p_value(d)
+        ratio_wall = f"{per_work[method]:.2f}" if method in per_work else "–"
         lines.append(
-            f"| {LABELS.get(method, method)} | {median:.3f} | {ratio} | {diff} | {won} | {p} |"
+            f"| {LABELS.get(method, method)} | {median:.3f} | {ratio} | {diff} | {won} | {p} "
+            f"| {ratio_wall} |"
         )
     return lines
 
