@@ -40,9 +40,8 @@ from typing import Any
 from camp_planner.config import add_settings_argument, settings_or_usage_error
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import EpisodeResult
-from camp_planner.learning.bundle import load_bundle, shipped_bundle
 from camp_planner.learning.labels import plan_digest
-from camp_planner.learning.methods import CampMethod
+from camp_planner.learning.methods import bundled_camp_method
 from camp_planner.workflow import Pipeline
 
 
@@ -138,13 +137,7 @@ def _planner(args: argparse.Namespace, pipe: Pipeline, overrides: dict[str, Any]
             return result, None
 
         return plain
-    path = args.bundle if args.bundle is not None else shipped_bundle("namo", "tamp")
-    if path is None:
-        raise CampError("the package ships no NAMO selector bundle: give one with --bundle")
-    method = CampMethod(load_bundle(path, "namo", pipe.domain.version))
-    # The CAMP method plans with the configuration's settings and timeout.
-    pipe.config["planners"]["tamp"] = {**pipe.planner_settings("tamp"), **overrides}
-    pipe.config["timeout_s"] = args.timeout
+    method = bundled_camp_method(pipe, "tamp", args.bundle, overrides, args.timeout)
 
     def camp(task: Any, seed: int) -> tuple[EpisodeResult, str | None]:
         run = method.run(pipe, "tamp", task, seed)

@@ -107,3 +107,23 @@ def test_the_budget_leaves_the_label_checkpoints_alone(tmp_path: Path) -> None:
     assert score_checkpoint(pipe, tmp_path, "bfs_replan", "train", 0).path == before
     pipe.config["camp"]["sink_reward"] = -5.0  # a setting that does change every score
     assert score_checkpoint(pipe, tmp_path, "bfs_replan", "train", 0).path != before
+
+
+def test_a_camp_method_from_a_bundle_takes_the_settings_and_a_missing_bundle_is_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    import pytest
+
+    from camp_planner.core.errors import CampError
+    from camp_planner.learning.methods import bundled_camp_method
+
+    pipe = Pipeline.create("gridworld", None, tmp_path)
+    # The package ships a bundle for NAMO with TAMP only.
+    with pytest.raises(CampError, match="ships no selector bundle for gridworld"):
+        bundled_camp_method(pipe, "bfs_replan")
+    with pytest.raises(CampError, match="no selector bundle at"):
+        bundled_camp_method(pipe, "bfs_replan", tmp_path / "none.pt")
+    namo = Pipeline.create("namo", None, tmp_path)
+    method = bundled_camp_method(namo, "tamp", settings={"guide": "none"}, timeout_s=5.0)
+    assert isinstance(method, CampMethod) and method.bundle.space
+    assert namo.planner_settings("tamp")["guide"] == "none" and namo.config["timeout_s"] == 5.0

@@ -6,6 +6,8 @@ import cProfile
 from collections.abc import Callable
 from types import ModuleType
 
+import pytest
+
 
 def test_the_table_lists_the_functions_above_the_share_of_either_run(
     load_script: Callable[[str], ModuleType],
@@ -44,3 +46,34 @@ def test_only_the_packages_own_functions_are_counted(
     functions = prof.package_functions(profiler)
     assert functions["core/context.py:universal"][0] == 3
     assert all(".py:" in key for key in functions) and "sorted" not in str(functions)
+
+
+def test_each_sides_time_is_split_at_ompls_queries(
+    load_script: Callable[[str], ModuleType],
+) -> None:
+    prof = load_script("profile_namo")
+    profiles = {
+        "pure": {prof.OMPL_QUERY: (10, 3.0), prof.OMPL_CHECK: (100_000, 2.5)},
+        "CAMP": {prof.OMPL_QUERY: (4, 1.0), prof.OMPL_CHECK: (20_000, 0.8)},
+    }
+    totals = {
+        "pure": {"runs": 2, "planning_s": 5.0, "work_s": 4.0},
+        "CAMP": {"runs": 2, "planning_s": 2.5, "work_s": 0.0},
+    }
+    lines = prof.split_at_ompl(profiles, totals).splitlines()
+    # 3 s of 5 inside OMPL's queries, 30 µs per check inside them; no work counted: a dash.
+    assert lines[3] == "| pure | 2 | 5.00 | 4.00 | 1.25 | 3.00 | 2.00 | 100000 | 30.0 |"
+    assert lines[4] == "| CAMP | 2 | 2.50 | 0.00 | – | 1.00 | 1.50 | 20000 | 50.0 |"
+
+
+@pytest.mark.pybullet
+def test_the_selectors_camps_are_profiled_beside_pure_planning(
+    load_script: Callable[[str], ModuleType], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--context", "selector", "--task", "0", "--tasks", "2", "--seeds", "2"]
+    assert load_script("profile_namo").main(argv) == 0
+    out = capsys.readouterr().out
+    # Both planner seeds of the one task, the CAMP side named by the selector's pick.
+    assert "task 0, planner seed 1, CAMP (robot_room" in out and "task 1," not in out
+    assert "| pure | 2 |" in out and "| CAMP | 2 |" in out
+    assert "motion/ompl_se2.py:_attempt" in out

@@ -32,6 +32,8 @@ BAD_ARGUMENTS = [
     ("profile_namo", ["--min-share", "1.5"]),
     ("profile_namo", ["--set", "guide"]),
     ("profile_namo", ["--context", "oracle"]),
+    ("profile_namo", ["--seeds", "0"]),
+    ("profile_namo", ["--bundle", "x.pt"]),
     ("probe_check_rate", ["0"]),
     ("probe_check_rate", ["--timeout", "-1"]),
     ("probe_check_rate", ["--set", "guide"]),

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from camp_planner.core.objective import Attempt, EpisodeResult, run_episode, run
 from camp_planner.core.planner import Deadline, Planner
 from camp_planner.core.relevance import relevant_from_csis
 from camp_planner.learning import ALL_METHODS
-from camp_planner.learning.bundle import Bundle
+from camp_planner.learning.bundle import Bundle, load_bundle, shipped_bundle
 from camp_planner.learning.labels import Score, ScoreMatrix, score_of
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
 from camp_planner.learning.structural import selector_input
@@ -209,6 +210,30 @@ class CampMethod(Method):
         )
         context, camp = built[-1]
         return CampRun(result, ranked, selection, order[0], context, camp)
+
+
+def bundled_camp_method(
+    pipe: Pipeline,
+    planner: str,
+    bundle: Path | None = None,
+    settings: Mapping[str, Any] | None = None,
+    timeout_s: float | None = None,
+) -> CampMethod:
+    """The CAMP method with ``bundle``'s selector (default: the one the package ships for the
+    pipeline's domain and ``planner``), planning with the configuration's planner settings
+    updated by ``settings`` and its timeout replaced by ``timeout_s`` (the method reads both
+    from the configuration)."""
+    path = bundle if bundle is not None else shipped_bundle(pipe.domain.name, planner)
+    if path is None:
+        raise CampError(
+            f"the package ships no selector bundle for {pipe.domain.name} with {planner}: "
+            "give one with --bundle"
+        )
+    method = CampMethod(load_bundle(path, pipe.domain.name, pipe.domain.version))
+    pipe.config["planners"][planner] = {**pipe.planner_settings(planner), **(settings or {})}
+    if timeout_s is not None:
+        pipe.config["timeout_s"] = timeout_s
+    return method
 
 
 def attempt_budget(config: Mapping[str, Any]) -> float | None:
