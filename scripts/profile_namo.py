@@ -151,11 +151,11 @@ def _camp_planner(
     from bench_namo import route_context, smallest_reachable_context
 
     choose = route_context if args.context == "route" else smallest_reachable_context
-    chosen: dict[int, Context] = {id(task): choose(pipe, task) for task in tasks}
+    chosen: dict[int, Context] = {task.task_id: choose(pipe, task) for task in tasks}
     pipe.learn_csis(list(chosen.values()))  # offline work: learned before any profiling
 
     def fixed(task: Any, seed: int) -> tuple[EpisodeResult, str]:
-        ctx = chosen[id(task)]
+        ctx = chosen[task.task_id]
         result, _ = pipe.run(
             task, "tamp", ctx, seed=seed, timeout_s=args.timeout, overrides=overrides
         )
