@@ -39,6 +39,11 @@ from camp_planner.learning.paired import compare_methods
 
 def load_episodes(path: Path) -> dict[str, list[dict[str, Any]]]:
     """Method → every episode of one ``results.json`` (all seeds)."""
+    return {m: [row for seed in seeds for row in seed] for m, seeds in load_seeds(path).items()}
+
+
+def load_seeds(path: Path) -> dict[str, list[list[dict[str, Any]]]]:
+    """Method → the episodes of one ``results.json``, seed by seed."""
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -48,7 +53,8 @@ def load_episodes(path: Path) -> dict[str, list[dict[str, Any]]]:
             f"{path} has no per-episode rows ('episodes'); it was written by a `camp eval` "
             "older than this script, so rerun that eval"
         )
-    return {m: [row for seed in seeds for row in seed] for m, seeds in data["episodes"].items()}
+    episodes: dict[str, list[list[dict[str, Any]]]] = data["episodes"]
+    return episodes
 
 
 def seed_ids(path: Path) -> list[int]:
@@ -77,7 +83,8 @@ def pool(paths: list[Path], methods: list[str] | None = None) -> dict[str, dict[
     """Per method, the figures of all episodes of ``paths`` together. A method must be in
     every run, so that each pooled figure covers the same runs. CAMP's entry also holds
     ``paired``: its episode-by-episode comparison with every other pooled method."""
-    runs = [load_episodes(p) for p in paths]
+    seeded = [load_seeds(p) for p in paths]
+    runs = [{m: [row for seed in seeds for row in seed] for m, seeds in s.items()} for s in seeded]
     names = methods or [m for m in runs[0] if all(m in run for run in runs)]
     out: dict[str, dict[str, Any]] = {}
     for name in names:
@@ -88,12 +95,22 @@ def pool(paths: list[Path], methods: list[str] | None = None) -> dict[str, dict[
         objectives = [float(r["objective"]) for r in rows]
         times = [float(r["compute_time_s"]) for r in rows]
         sd = statistics.stdev(objectives) if len(rows) > 1 else 0.0
+        # The paper's tables give the SD of per-seed means: how much a whole run moves.
+        seed_means = [
+            statistics.fmean(float(r["objective"]) for r in seed)
+            for s in seeded
+            for seed in s[name]
+            if seed
+        ]
+        sd_seeds = statistics.stdev(seed_means) if len(seed_means) > 1 else 0.0
         out[name] = {
             "runs": len(runs),
             "episodes": len(rows),
             "objective_mean": statistics.fmean(objectives),
             "objective_sd_per_episode": sd,
             "objective_standard_error": sd / math.sqrt(len(rows)),
+            "seeds": len(seed_means),
+            "objective_sd_across_seeds": sd_seeds,
             "compute_time_mean_s": statistics.fmean(times),
             "compute_time_median_s": statistics.median(times),
             "successes": sum(bool(r["success"]) for r in rows),
@@ -131,13 +148,16 @@ def main(argv: list[str] | None = None) -> int:
             "configs differ, those episodes repeat the same tasks and planner seeds, and the "
             "intervals below treat them as independent"
         )
-    header = "method           episodes  objective (SE)    SD/episode  mean s  median s  goals"
+    header = (
+        "method           episodes  objective (SE)    SD/episode  SD/seed  mean s  median s  goals"
+    )
     print(header)
     for name, p in pooled.items():
         print(
             f"{name:<16} {p['episodes']:>8}  {p['objective_mean']:8.1f}"
             f" ({p['objective_standard_error']:4.1f})"
-            f"  {p['objective_sd_per_episode']:10.0f}  {p['compute_time_mean_s']:6.2f}"
+            f"  {p['objective_sd_per_episode']:10.0f}  {p['objective_sd_across_seeds']:7.1f}"
+            f"  {p['compute_time_mean_s']:6.2f}"
             f"  {p['compute_time_median_s']:8.2f}  {p['successes']:>5}"
         )
     line = speedup_line({n: p["compute_time_median_s"] for n, p in pooled.items()})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -51,6 +52,9 @@ def test_runs_pool_episode_by_episode(
     assert camp["compute_time_mean_s"] == pytest.approx(3.75)
     assert camp["successes"] == 3
     assert camp["objective_standard_error"] == pytest.approx(camp["objective_sd_per_episode"] / 2)
+    # Three seeds over the two runs, with means 850, 0 and 700: their SD, not the episodes'.
+    assert camp["seeds"] == 3
+    assert camp["objective_sd_across_seeds"] == pytest.approx(statistics.stdev([850.0, 0.0, 700.0]))
     assert out["pure"]["episodes"] == 2
     assert pool.main([str(a), str(b), "--json", str(tmp_path / "p.json")]) == 0
     assert json.loads((tmp_path / "p.json").read_text())["methods"]["camp"]["episodes"] == 4
