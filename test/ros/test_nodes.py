@@ -72,6 +72,15 @@ def test_scene_in_plan_out_and_the_simulator_reaches_the_goal(system: Any) -> No
     assert plan.expected_return == 1000.0
     assert set(plan.dropped_variables).isdisjoint(plan.relevant_variables)
     assert list((system.root / "renders").glob("*.png"))
+    # RViz sees what was planned: the path, and the objects the CAMP dropped apart.
+    assert system.wait_for(
+        lambda: any(m.ns == "base_path" for a in system.markers for m in a.markers), 10.0
+    )
+    shown = next(a for a in reversed(system.markers) if any(m.ns == "base_path" for m in a.markers))
+    (line,) = [m for m in shown.markers if m.ns == "base_path"]
+    assert len(line.points) == len(plan.base_path.poses)
+    assert {m.text for m in shown.markers if m.ns == "dropped"} == set(plan.dropped_objects)
+    assert [m for m in shown.markers if m.ns == "allowed_rooms"]
 
 
 def test_select_context_answers(system: Any, namo_tiny: tuple[Path, Path]) -> None:

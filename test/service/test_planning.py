@@ -40,6 +40,23 @@ def test_selection_ranks_contexts_and_names_dropped_objects(service: CampService
     assert sel.latency_s > 0
 
 
+def test_allowed_regions_are_the_contexts_rooms_on_the_worlds_floor(service: CampService) -> None:
+    task = service.pipe.task("test", EASY_TASK)
+    scene = scene_from_task(task)
+    n = task.settings.n_rooms
+    everywhere = service.allowed_regions(scene, service.resolve_context("universal"))
+    assert [r for r, _ in everywhere] == list(range(n))
+    rooms = next(c for c in service.contexts() if c.allowed("robot_room"))
+    allowed = sorted(int(str(v)) for v in rooms.allowed("robot_room"))
+    assert 0 < len(allowed) < n
+    regions = service.allowed_regions(scene, rooms)
+    assert [r for r, _ in regions] == allowed
+    assert all(rect == task.room_rect(r) for r, rect in regions)
+    # Each rectangle holds exactly the points the world puts in that room.
+    for r, (x0, y0, x1, y1) in regions:
+        assert task.room_of((x0 + x1) / 2, (y0 + y1) / 2) == r
+
+
 def test_selection_on_features_checks_their_length(service: CampService) -> None:
     n = service.feature_length()
     assert service.select(None, [0.0] * n).context is not None

@@ -3,7 +3,8 @@
 Subscribes to ``/scene``; serves ``/select_context``; for every new scene with a goal it
 selects a context, builds the CAMP (which variables and objects are dropped), sends a
 ``PlanTask`` goal to the TAMP server and publishes ``/context``, ``/plan``,
-``/plan/base_path`` and ``/plan/arm_trajectory``. Every failure is published on
+``/plan/base_path`` and ``/plan/arm_trajectory``, and ``/camp_planner/markers`` for RViz (the
+allowed rooms, the dropped objects greyed, the base path). Every failure is published on
 ``/camp_planner/status`` with its named error code; the node keeps serving. A scene that
 arrives while a plan is being computed waits (only the newest one is kept).
 """
@@ -19,16 +20,20 @@ from rclpy.action import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import MarkerArray
 
 from camp_msgs.action import PlanTask
 from camp_msgs.msg import Context as ContextMsg
 from camp_msgs.msg import Plan, SceneObservation, Status
+from camp_planner.core.context import Context
+from camp_planner.core.errors import CampError
 from camp_planner.ros.common import (
     ARM_TRAJECTORY_TOPIC,
     BASE_PATH_TOPIC,
     CONTEXT_TOPIC,
     EVENTS,
     LATCHED,
+    MARKERS_TOPIC,
     PLAN_ACTION,
     PLAN_TOPIC,
     SCENE_TOPIC,
@@ -36,10 +41,11 @@ from camp_planner.ros.common import (
     STATUS_TOPIC,
     declare_service_params,
 )
-from camp_planner.ros.convert import context_to_msg, scene_from_msg
+from camp_planner.ros.convert import context_to_msg, scene_from_msg, scene_markers
 from camp_planner.ros.selection_node import SelectionNode
 from camp_planner.service.errors import ErrorCode, ServiceError
 from camp_planner.service.planning import CampService
+from camp_planner.service.scene import Scene
 
 
 class CampPlannerNode(Node):
@@ -71,6 +77,7 @@ class CampPlannerNode(Node):
         self.pub_path = self.create_publisher(PathMsg, BASE_PATH_TOPIC, LATCHED)
         self.pub_arm = self.create_publisher(JointTrajectory, ARM_TRAJECTORY_TOPIC, LATCHED)
         self.pub_status = self.create_publisher(Status, STATUS_TOPIC, EVENTS)
+        self.pub_markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, LATCHED)
         self._pending: SceneObservation | None = None
         self._wake = threading.Condition()
         self._stop = False
@@ -138,6 +145,7 @@ class CampPlannerNode(Node):
                 return
             context_id = sel.context.id
             self.pub_context.publish(context_to_msg(sel.context))
+            self.publish_markers(msg, scene, sel.context, sel.dropped_objects)
             self.status(
                 "selection",
                 f"context {sel.context.name} (p={sel.probability:.2f}) in "
@@ -165,6 +173,14 @@ class CampPlannerNode(Node):
             self.pub_arm.publish(plan.arm_trajectory)
             if not self.service.has_selector:
                 self.pub_context.publish(plan.context)
+            try:
+                planned = self.service.resolve_context(plan.context.id)
+            except ServiceError as exc:
+                self.status("markers", exc.message, exc.code, Status.LEVEL_WARN)
+            else:
+                self.publish_markers(
+                    msg, scene, planned, list(plan.dropped_objects), plan.base_path
+                )
             times = ", ".join(f"{s.stage} {s.seconds:.2f} s" for s in plan.stage_times)
             self.status(
                 "plan",
@@ -173,6 +189,33 @@ class CampPlannerNode(Node):
             )
         else:
             self.status("plan", result.error_message, result.error_code, Status.LEVEL_ERROR)
+
+    def publish_markers(
+        self,
+        msg: SceneObservation,
+        scene: Scene,
+        context: Context,
+        dropped: list[str],
+        base_path: PathMsg | None = None,
+    ) -> None:
+        """Show the context, the CAMP and (once planned) the base path in RViz. A scene whose
+        rooms cannot be drawn is reported, and planning goes on without its markers."""
+        try:
+            rooms = self.service.allowed_regions(scene, context)
+        except (ServiceError, CampError) as exc:
+            self.status("markers", str(exc), ErrorCode.INTERNAL, Status.LEVEL_WARN)
+            return
+        label = f"{context.name} ({len(dropped)} objects dropped)"
+        self.pub_markers.publish(
+            scene_markers(
+                msg,
+                allowed_rooms=rooms,
+                dropped=dropped,
+                base_path=base_path,
+                label=label,
+                stamp=self.get_clock().now().to_msg(),
+            )
+        )
 
     def _call(self, goal: PlanTask.Goal) -> Any:
         done = threading.Event()

@@ -19,6 +19,7 @@ import rclpy
 from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from visualization_msgs.msg import MarkerArray
 
 from camp_msgs.action import PlanTask
 from camp_msgs.msg import ExecutionReport, Plan, SceneObservation, Status
@@ -27,6 +28,7 @@ from camp_planner.ros.common import (
     EVENTS,
     EXECUTION_TOPIC,
     LATCHED,
+    MARKERS_TOPIC,
     PLAN_ACTION,
     PLAN_TOPIC,
     SCENE_TOPIC,
@@ -65,6 +67,8 @@ class CampClient:
         self.plans: list[Plan] = []
         self.node.create_subscription(Status, STATUS_TOPIC, self.statuses.append, EVENTS)
         self.node.create_subscription(Plan, PLAN_TOPIC, self.plans.append, LATCHED)
+        self.markers: list[MarkerArray] = []
+        self.node.create_subscription(MarkerArray, MARKERS_TOPIC, self.markers.append, LATCHED)
         from camp_planner.ros.bringup import make_executor, spin_executor
 
         self._executor = make_executor("single")

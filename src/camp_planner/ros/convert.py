@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from builtin_interfaces.msg import Duration
-from geometry_msgs.msg import Pose, PoseStamped
-from std_msgs.msg import Header
+from geometry_msgs.msg import Point, Pose, PoseStamped
+from nav_msgs.msg import Path as PathMsg
+from std_msgs.msg import ColorRGBA, Header
 from trajectory_msgs.msg import JointTrajectoryPoint
+from visualization_msgs.msg import Marker, MarkerArray
 
 from camp_msgs.msg import Context as ContextMsg
 from camp_msgs.msg import ContextTerm, ObjectObservation, PlanStep, SceneObservation, StageTime
@@ -175,3 +178,92 @@ def plan_to_msg(result: PlanResult, frame_id: str, stamp: Any = None) -> PlanMsg
 def plan_steps(msg: PlanMsg) -> list[tuple[str, list[str], Pose2]]:
     """(action, object ids, target) per step of a received plan, for an executor."""
     return [(s.action, list(s.objects), planar(s.target)) for s in msg.steps]
+
+
+# --- RViz markers ----------------------------------------------------------------------------
+# The colours of the PNG renders (domains/namo/render.py), so a viewer and a render agree.
+MARKER_RGBA = {
+    "room": (0.86, 0.92, 1.0, 0.5),
+    "wall": (0.12, 0.16, 0.22, 1.0),
+    "box": (0.15, 0.39, 0.92, 1.0),
+    "dropped": (0.61, 0.64, 0.69, 0.3),
+    "goal": (0.86, 0.15, 0.15, 1.0),
+    "path": (0.96, 0.62, 0.04, 1.0),
+    "label": (0.07, 0.09, 0.15, 1.0),
+}
+FLOOR_M = 0.01  # the allowed rooms' tint, drawn just under the floor so objects stay visible
+
+
+def _marker(header: Header, ns: str, ident: int, kind: int, rgba: str) -> Marker:
+    m = Marker()
+    m.header = header
+    m.ns, m.id, m.type, m.action = ns, ident, kind, Marker.ADD
+    m.pose.orientation.w = 1.0
+    r, g, b, a = MARKER_RGBA[rgba]
+    m.color = ColorRGBA(r=r, g=g, b=b, a=a)
+    return m
+
+
+def scene_markers(
+    scene: SceneObservation,
+    *,
+    allowed_rooms: Sequence[tuple[int, tuple[float, float, float, float]]] = (),
+    dropped: Collection[str] = (),
+    base_path: PathMsg | None = None,
+    label: str = "",
+    stamp: Any = None,
+) -> MarkerArray:
+    """What the robot planned in, for RViz (`visualization_msgs/MarkerArray`).
+
+    The rooms the context allows tinted on the floor, walls, movable objects (those the CAMP
+    dropped grey and translucent), the goal, the base path and a label with the context. The
+    first marker deletes every earlier one, so a latched topic shows only the newest plan."""
+    header = Header(frame_id=scene.header.frame_id)
+    if stamp is not None:
+        header.stamp = stamp
+    clear = Marker()
+    clear.header, clear.action = header, Marker.DELETEALL
+    out = MarkerArray()
+    out.markers.append(clear)
+    for room, (x0, y0, x1, y1) in allowed_rooms:
+        m = _marker(header, "allowed_rooms", room, Marker.CUBE, "room")
+        m.pose.position.x, m.pose.position.y = (x0 + x1) / 2, (y0 + y1) / 2
+        m.pose.position.z = -FLOOR_M
+        m.scale.x, m.scale.y, m.scale.z = x1 - x0, y1 - y0, FLOOR_M
+        out.markers.append(m)
+    gone = set(dropped)
+    for i, o in enumerate(scene.objects):
+        if o.object_class == "goal":
+            m = _marker(header, "goal", i, Marker.SPHERE, "goal")
+        elif o.object_class == "wall":
+            m = _marker(header, "walls", i, Marker.CUBE, "wall")
+        else:
+            ns = "dropped" if o.id in gone else "objects"
+            m = _marker(header, ns, i, Marker.CUBE, ns if ns == "dropped" else "box")
+        m.pose = o.pose
+        m.scale.x, m.scale.y, m.scale.z = (
+            max(float(v), FLOOR_M) for v in (o.size.x, o.size.y, o.size.z)
+        )
+        m.text = o.id
+        out.markers.append(m)
+    if not scene.goal_object_id and scene.goal_pose.header.frame_id:
+        m = _marker(header, "goal", len(scene.objects), Marker.SPHERE, "goal")
+        m.pose = scene.goal_pose.pose
+        m.scale.x = m.scale.y = m.scale.z = 0.25
+        out.markers.append(m)
+    if base_path is not None and base_path.poses:
+        m = _marker(header, "base_path", 0, Marker.LINE_STRIP, "path")
+        m.scale.x = 0.05
+        m.points = [
+            Point(x=p.pose.position.x, y=p.pose.position.y, z=FLOOR_M) for p in base_path.poses
+        ]
+        out.markers.append(m)
+    if label:
+        m = _marker(header, "label", 0, Marker.TEXT_VIEW_FACING, "label")
+        m.pose.position.x = float(scene.robot_pose.position.x)
+        m.pose.position.y = float(scene.robot_pose.position.y)
+        m.pose.position.z = 1.5
+        m.scale.z = 0.3
+        m.text = label
+        out.markers.append(m)
+    return out
