@@ -19,7 +19,7 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.py")),
-        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")),
     ],
     install_requires=["setuptools"],
     zip_safe=True,

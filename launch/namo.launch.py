@@ -2,6 +2,7 @@
 
     ros2 launch camp_planner namo.launch.py
     ros2 launch camp_planner namo.launch.py params_file:=/path/to/namo.yaml
+    ros2 launch camp_planner namo.launch.py rviz:=true   # also RViz2 with config/namo.rviz
 
 Without the launch system (e.g. ROS 2 from PyPI wheels), `camp bringup namo --processes
 --params config/namo.yaml` starts the same executables with the same file.
@@ -13,6 +14,7 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -42,4 +44,21 @@ def generate_launch_description() -> LaunchDescription:
                 emulate_tty=True,
             )
         )
+    actions.append(
+        DeclareLaunchArgument(
+            "rviz",
+            default_value="false",
+            description="also start RViz2 showing the context, the CAMP and the base path",
+        )
+    )
+    # RViz2 is not a dependency of the package: install it (ros-$ROS_DISTRO-rviz2) to use it.
+    actions.append(
+        Node(
+            package="rviz2",
+            executable="rviz2",
+            name="rviz2",
+            arguments=["-d", os.path.join(share, "config", "namo.rviz")],
+            condition=IfCondition(LaunchConfiguration("rviz")),
+        )
+    )
     return LaunchDescription(actions)

@@ -46,6 +46,7 @@ check "$INSTALL/camp_planner/lib/camp_planner/tamp_server"
 check "$INSTALL/camp_planner/lib/camp_planner/namo_sim"
 check "$INSTALL/camp_planner/share/camp_planner/launch/namo.launch.py"
 check "$INSTALL/camp_planner/share/camp_planner/config/namo.yaml"
+check "$INSTALL/camp_planner/share/camp_planner/config/namo.rviz"
 check "$INSTALL/camp_planner/lib/python3*/site-packages/camp_planner/data/namo-tamp.pt"
 check "$INSTALL/camp_planner/share/ament_index/resource_index/packages/camp_planner"
 exit $fail

@@ -91,3 +91,45 @@ def test_remap_rules_for_the_selection_context_keep_topic_remaps_only() -> None:
     ]
     assert remap_rules(["node", "--ros-args", "-r", "__name:=x"]) == []
     assert remap_rules(["node"]) == []
+
+
+@pytest.mark.ros
+def test_the_rviz_config_shows_the_topics_and_frame_the_nodes_use() -> None:
+    from geometry_msgs.msg import PoseStamped
+
+    from camp_planner.ros.common import BASE_PATH_TOPIC, MARKERS_TOPIC
+
+    rviz = yaml.safe_load((ROOT / "config" / "namo.rviz").read_text())
+    manager = rviz["Visualization Manager"]
+    params = yaml.safe_load((ROOT / "config" / "namo.yaml").read_text())
+    frame = params["namo_sim"]["ros__parameters"]["frame_id"]
+    assert manager["Global Options"]["Fixed Frame"] == frame
+    by_class = {d["Class"]: d for d in manager["Displays"]}
+    markers = by_class["rviz_default_plugins/MarkerArray"]
+    assert markers["Topic"]["Value"] == f"/{MARKERS_TOPIC}"
+    assert by_class["rviz_default_plugins/Path"]["Topic"]["Value"] == f"/{BASE_PATH_TOPIC}"
+    # Both topics are latched: a volatile subscription would miss a plan sent before RViz.
+    assert all(
+        d["Topic"]["Durability Policy"] == "Transient Local"
+        for d in manager["Displays"]
+        if "Topic" in d
+    )
+    # Every namespace the node draws is listed (and so shown) in the config.
+    from nav_msgs.msg import Path as PathMsg
+
+    from camp_planner.domains.namo.scene_io import scene_from_task
+    from camp_planner.domains.namo.world import generate_task
+    from camp_planner.ros.convert import scene_markers, scene_to_msg
+
+    task = generate_task(0, 0)
+    msg = scene_to_msg(scene_from_task(task))
+    path = PathMsg()
+    path.poses = [PoseStamped(), PoseStamped()]
+    box = next(o.id for o in msg.objects if o.movable)
+    every = scene_markers(
+        msg, allowed_rooms=[(0, task.room_rect(0))], dropped=[box], base_path=path, label="x"
+    )
+    drawn = {m.ns for m in every.markers[1:]}
+    assert drawn == set(markers["Namespaces"])
+    launch = (ROOT / "launch" / "namo.launch.py").read_text()
+    assert '"namo.rviz"' in launch and '"rviz"' in launch

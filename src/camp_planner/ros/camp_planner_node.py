@@ -205,7 +205,8 @@ class CampPlannerNode(Node):
         except (ServiceError, CampError) as exc:
             self.status("markers", str(exc), ErrorCode.INTERNAL, Status.LEVEL_WARN)
             return
-        label = f"{context.name} ({len(dropped)} objects dropped)"
+        # RViz's text font has no "∈".
+        label = f"{context.name.replace('∈', 'in')} ({len(dropped)} objects dropped)"
         self.pub_markers.publish(
             scene_markers(
                 msg,
