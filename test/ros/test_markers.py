@@ -52,6 +52,8 @@ def test_markers_show_rooms_objects_dropped_ones_path_and_label() -> None:
     assert all(m.color.a == pytest.approx(MARKER_RGBA["dropped"][3]) for m in by_ns["dropped"])
     assert all(m.color.a == 1.0 for m in by_ns["objects"])
 
+    (robot,) = by_ns["robot"]
+    assert robot.type == Marker.ARROW and robot.pose == msg.robot_pose
     (line,) = by_ns["base_path"]
     assert line.type == Marker.LINE_STRIP
     assert [(p.x, p.y) for p in line.points] == [(0.5, 0.5), (1.0, 0.7), (2.0, 1.5)]

@@ -190,6 +190,7 @@ MARKER_RGBA = {
     "goal": (0.86, 0.15, 0.15, 1.0),
     "path": (0.96, 0.62, 0.04, 1.0),
     "label": (0.07, 0.09, 0.15, 1.0),
+    "robot": (0.07, 0.09, 0.15, 1.0),
 }
 FLOOR_M = 0.01  # the allowed rooms' tint, drawn just under the floor so objects stay visible
 
@@ -216,7 +217,8 @@ def scene_markers(
     """What the robot planned in, for RViz (`visualization_msgs/MarkerArray`).
 
     The rooms the context allows tinted on the floor, walls, movable objects (those the CAMP
-    dropped grey and translucent), the goal, the base path and a label with the context. The
+    dropped grey and translucent), the goal, the robot's pose as an arrow, the base path and
+    a label with the context. The
     first marker deletes every earlier one, so a latched topic shows only the newest plan."""
     header = Header(frame_id=scene.header.frame_id)
     if stamp is not None:
@@ -251,6 +253,10 @@ def scene_markers(
         m.pose = scene.goal_pose.pose
         m.scale.x = m.scale.y = m.scale.z = 0.25
         out.markers.append(m)
+    robot = _marker(header, "robot", 0, Marker.ARROW, "robot")
+    robot.pose = scene.robot_pose
+    robot.scale.x, robot.scale.y, robot.scale.z = 0.6, 0.12, 0.12
+    out.markers.append(robot)
     if base_path is not None and base_path.poses:
         m = _marker(header, "base_path", 0, Marker.LINE_STRIP, "path")
         m.scale.x = 0.05
