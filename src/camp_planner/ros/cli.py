@@ -229,7 +229,10 @@ def _bringup(args: argparse.Namespace) -> int:
         spin = threading.Thread(target=executor.spin, daemon=True)
         spin.start()
         if not args.once:
-            print("[bringup] running; Ctrl-C to stop")
+            print(
+                "[bringup] running; Ctrl-C to stop. To watch it: "
+                "rviz2 -d config/namo.rviz (the CAMP on /camp_planner/markers)"
+            )
             while rclpy.ok():
                 time.sleep(0.5)
             return 0
