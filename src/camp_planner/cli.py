@@ -10,13 +10,14 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from camp_planner.core.context import Context
+from camp_planner.core.csi import CSIResult
 from camp_planner.core.errors import CampError
-from camp_planner.core.relevance import relevant_from_csis
+from camp_planner.core.relevance import relevance_chains_from_csis, relevant_from_csis
 from camp_planner.domains import domain_names, get_domain
 from camp_planner.domains.base import RenderPanel
 from camp_planner.learning import ALL_METHODS, METHOD_NAMES
@@ -86,6 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", action="append", help="index, id or name (repeatable)")
     p.add_argument("--all", action="store_true", help="every context of the space")
     p.add_argument("--json", action="store_true", help="print the learned CSIs as JSON")
+    p.add_argument(
+        "--why",
+        action="append",
+        metavar="VAR",
+        help="explain why the CAMP keeps or drops this state variable: the chain of learned "
+        "dependencies that joins it to the reward or the context (repeatable)",
+    )
 
     p = sub.add_parser("plan", help="plan and execute one task under a context")
     _common(p)
@@ -282,15 +290,28 @@ def _csi(args: argparse.Namespace) -> int:
     else:
         raise CampError("say which contexts: --context REF (repeatable) or --all")
     reward_vars = pipe.store.training_mdps()[0].reward_vars
+    why = list(args.why or [])
     records = []
     bar = progress_bar(len(contexts), "learning CSIs", leave=False)
     for ctx in contexts:
         result = pipe.store.get(ctx)
-        relevant = relevant_from_csis(result, reward_vars)
+        # As the pipeline builds CAMPs: the universal context keeps every variable.
+        relevant = (
+            relevant_from_csis(result, reward_vars)
+            if pipe.needs_csis(ctx)
+            else frozenset(result.variables)
+        )
         dropped = [v for v in result.variables if v not in relevant]
         records.append((ctx, result, relevant, dropped))
         bar.update(1)
     bar.close()
+    unknown = sorted({v for v in why for _, r, _, _ in records if v not in r.variables})
+    if unknown:
+        names = records[0][1].variables if records else []
+        raise CampError(
+            f"--why: no state variable {', '.join(unknown)}; the variables are: {', '.join(names)}"
+        )
+    explained = {c.id: _why(pipe, c, r, reward_vars, why) for c, r, _, _ in records if why}
     if args.json:
         out = [
             {
@@ -298,6 +319,7 @@ def _csi(args: argparse.Namespace) -> int:
                 "name": c.name,
                 "relevant_variables": sorted(rel),
                 "dropped_variables": dropped,
+                **({"why": explained[c.id]} if why else {}),
             }
             for c, r, rel, dropped in records
         ]
@@ -309,7 +331,42 @@ def _csi(args: argparse.Namespace) -> int:
             f"  {c.id:<10} {c.name:<34} dependencies {len(r.dependencies):4d}  "
             f"relevant {len(rel):3d}  dropped {len(dropped):3d}  ({r.seconds:.2f} s)"
         )
+        for var, answer in explained.get(c.id, {}).items():
+            print(f"      {var}: {answer['reason']}")
     return 0
+
+
+def _why(
+    pipe: Pipeline,
+    context: Context,
+    csis: CSIResult,
+    reward_vars: Collection[str],
+    variables: Sequence[str],
+) -> dict[str, dict[str, Any]]:
+    """Per variable: whether the CAMP of ``context`` keeps it, and the chain of learned
+    dependencies that makes it matter (each variable in it influences the next)."""
+    if not pipe.needs_csis(context):
+        reason = "kept: the universal context keeps every variable"
+        return {v: {"relevant": True, "chain": None, "reason": reason} for v in variables}
+    chains = relevance_chains_from_csis(csis, reward_vars)
+    out: dict[str, dict[str, Any]] = {}
+    for v in variables:
+        chain = chains.get(v)
+        if chain is None:
+            reason = (
+                "dropped: no learned dependency leads from it to the reward "
+                f"({', '.join(sorted(reward_vars))}) or to the context's variables"
+            )
+        else:
+            root = chain[-1]
+            kind = "a reward variable" if root in reward_vars else "a context variable"
+            reason = f"kept: {' → '.join(chain)} ({root} is {kind})"
+        out[v] = {
+            "relevant": chain is not None,
+            "chain": list(chain or ()) or None,
+            "reason": reason,
+        }
+    return out
 
 
 def _plan(args: argparse.Namespace) -> int:

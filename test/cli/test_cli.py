@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -301,3 +302,41 @@ def test_bundles_trained_for_two_configurations_are_kept_apart(
     shifted.write_text(TINY_GRID + "seed: 5\n")
     assert main(["select", "--config", str(shifted), *common]) == 0
     assert json.loads(capsys.readouterr().out)["bundle"] == bundles["a"]
+
+
+def test_csi_why_explains_kept_and_dropped_variables(
+    capsys: pytest.CaptureFixture[str], artifacts: Path
+) -> None:
+    args = ["csi", "--context", "1", "--json", "--artifacts", str(artifacts)]
+    assert main(args) == 0
+    record = json.loads(capsys.readouterr().out)[0]
+    kept, dropped = record["relevant_variables"], record["dropped_variables"]
+    assert kept and dropped
+    why = [kept[-1], dropped[0]]
+    assert main([*args, "--why", why[0], "--why", why[1]]) == 0
+    answer = json.loads(capsys.readouterr().out)[0]["why"]
+    pairs = {tuple(d) for d in record["dependencies"]}
+    chain = answer[why[0]]["chain"]
+    assert answer[why[0]]["relevant"] and chain[0] == why[0]
+    assert all((a, b) in pairs for a, b in itertools.pairwise(chain))
+    assert answer[why[1]] == {
+        "relevant": False,
+        "chain": None,
+        "reason": answer[why[1]]["reason"],
+    }
+    assert answer[why[1]]["reason"].startswith("dropped")
+    # The text form gives the same reasons, one line per variable.
+    assert main(["csi", "--context", "1", "--artifacts", str(artifacts), "--why", why[1]]) == 0
+    assert f"{why[1]}: dropped" in capsys.readouterr().out
+    assert main([*args, "--why", "no_such_var"]) == 2
+    assert "no state variable no_such_var" in capsys.readouterr().err
+
+
+def test_csi_keeps_every_variable_under_the_universal_context(
+    capsys: pytest.CaptureFixture[str], artifacts: Path
+) -> None:
+    args = ["csi", "--context", "universal", "--json", "--artifacts", str(artifacts)]
+    assert main([*args, "--why", "agent_room"]) == 0
+    record = json.loads(capsys.readouterr().out)[0]
+    assert record["dropped_variables"] == []
+    assert record["why"]["agent_room"]["relevant"] is True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 
@@ -123,3 +124,24 @@ def test_ablation_keeps_every_variable_but_still_sinks() -> None:
     inside = mdp.assign_state(mdp.initial_state(), 0, mdp.task.room_cells(3)[0])
     a = camp.applicable_actions(inside)[0]
     assert camp.sample_next_state(inside, a, random.Random(0)) == SINK
+
+
+def test_relevance_chains_explain_exactly_the_relevant_variables_by_shortest_chains() -> None:
+    from camp_planner.core.relevance import relevance_chains
+
+    names = [f"v{i}" for i in range(30)]
+    rng = random.Random(7)
+    deps = [(rng.choice(names), rng.choice(names)) for _ in range(45)]
+    deps += [("far", "mid1"), ("mid1", "mid2"), ("mid2", "goal"), ("far", "goal")]
+    variables = [*names, "far", "mid1", "mid2", "goal", "ctx", "alone"]
+    chains = relevance_chains(variables, ["goal"], ["ctx"], deps)
+    assert set(chains) == relevant_variables(variables, ["goal"], ["ctx"], deps)
+    assert "alone" not in chains and chains["goal"] == ("goal",) and chains["ctx"] == ("ctx",)
+    pairs = set(deps)
+    for var, chain in chains.items():
+        assert chain[0] == var and chain[-1] in ("goal", "ctx")
+        # Each variable of a chain influences the next, by a learned dependency.
+        assert all((a, b) in pairs for a, b in itertools.pairwise(chain))
+    # Breadth first: "far" reaches the goal directly, not through mid1 and mid2.
+    assert chains["far"] == ("far", "goal")
+    assert chains["mid1"] == ("mid1", "mid2", "goal")
