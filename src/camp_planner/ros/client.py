@@ -36,6 +36,8 @@ from camp_planner.ros.common import (
     STATUS_TOPIC,
 )
 
+SELECT_RETRY_S = 3.0  # a selection takes milliseconds; an unanswered one is sent again
+
 
 class ClientError(RuntimeError):
     """A server that is not there or did not answer in time."""
@@ -95,21 +97,43 @@ class CampClient:
         scene: SceneObservation | None = None,
         features: Sequence[float] = (),
         timeout: float = 10.0,
+        retry_s: float = SELECT_RETRY_S,
     ) -> Any:
-        """Call ``/select_context``; returns the response (check ``success``)."""
+        """Call ``/select_context``; returns the response (check ``success``).
+
+        A request unanswered after ``retry_s`` is sent again, until ``timeout``: the DDS
+        layer drops a response when the server has not yet matched this client's response
+        reader ("failed to send response (timeout)" on the server's side), which a busy
+        machine showed once in a fresh-clone CI run. Selection has no side effects, so the
+        first answer to any of the copies is the answer."""
         if not self._select.wait_for_service(timeout_sec=timeout):
             raise ClientError(f"no /{self._select_name} service")
         request = SelectContext.Request()
         if scene is not None:
             request.scene = scene
         request.task_features = array.array("d", features)  # the fast path of rosidl
+        deadline = time.monotonic() + timeout
         with self._select_lock:
-            future = self._select.call_async(request)
-            self._select_executor.spin_until_future_complete(future, timeout_sec=timeout)
-            if not future.done():
-                self._select.remove_pending_request(future)
-                raise ClientError(f"/{self._select_name} did not answer within {timeout:.1f} s")
-            return future.result()
+            sent: list[Any] = []
+            try:
+                while True:
+                    sent.append(self._select.call_async(request))
+                    left = deadline - time.monotonic()
+                    self._select_executor.spin_until_future_complete(
+                        sent[-1], timeout_sec=max(min(retry_s, left), 0.0)
+                    )
+                    answered = next((f for f in sent if f.done()), None)
+                    if answered is not None:
+                        return answered.result()
+                    if time.monotonic() >= deadline:
+                        raise ClientError(
+                            f"/{self._select_name} did not answer within {timeout:.1f} s "
+                            f"({len(sent)} requests sent)"
+                        )
+            finally:
+                for future in sent:
+                    if not future.done():
+                        self._select.remove_pending_request(future)
 
     def plan(
         self,
