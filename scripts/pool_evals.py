@@ -37,11 +37,6 @@ from camp_planner.learning.evaluate import (
 from camp_planner.learning.paired import compare_methods
 
 
-def load_episodes(path: Path) -> dict[str, list[dict[str, Any]]]:
-    """Method → every episode of one ``results.json`` (all seeds)."""
-    return {m: [row for seed in seeds for row in seed] for m, seeds in load_seeds(path).items()}
-
-
 def load_seeds(path: Path) -> dict[str, list[list[dict[str, Any]]]]:
     """Method → the episodes of one ``results.json``, seed by seed."""
     try:

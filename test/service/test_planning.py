@@ -44,12 +44,13 @@ def test_allowed_regions_are_the_contexts_rooms_on_the_worlds_floor(service: Cam
     task = service.pipe.task("test", EASY_TASK)
     scene = scene_from_task(task)
     n = task.settings.n_rooms
-    everywhere = service.allowed_regions(scene, service.resolve_context("universal"))
+    task, _ = service.task_of(scene)
+    everywhere = service.allowed_regions(task, service.resolve_context("universal"))
     assert [r for r, _ in everywhere] == list(range(n))
     rooms = next(c for c in service.contexts() if c.allowed("robot_room"))
     allowed = sorted(int(str(v)) for v in rooms.allowed("robot_room"))
     assert 0 < len(allowed) < n
-    regions = service.allowed_regions(scene, rooms)
+    regions = service.allowed_regions(task, rooms)
     assert [r for r, _ in regions] == allowed
     assert all(rect == task.room_rect(r) for r, rect in regions)
     # Each rectangle holds exactly the points the world puts in that room.

@@ -26,7 +26,6 @@ from camp_msgs.action import PlanTask
 from camp_msgs.msg import Context as ContextMsg
 from camp_msgs.msg import Plan, SceneObservation, Status
 from camp_planner.core.context import Context
-from camp_planner.core.errors import CampError
 from camp_planner.ros.common import (
     ARM_TRAJECTORY_TOPIC,
     BASE_PATH_TOPIC,
@@ -45,7 +44,6 @@ from camp_planner.ros.convert import context_to_msg, scene_from_msg, scene_marke
 from camp_planner.ros.selection_node import SelectionNode
 from camp_planner.service.errors import ErrorCode, ServiceError
 from camp_planner.service.planning import CampService
-from camp_planner.service.scene import Scene
 
 
 class CampPlannerNode(Node):
@@ -132,7 +130,7 @@ class CampPlannerNode(Node):
         publish the results."""
         try:
             scene = scene_from_msg(msg)
-            self.service.task_of(scene)  # refuse a malformed scene before anything else
+            task, _ = self.service.task_of(scene)  # refuse a malformed scene before anything
         except ServiceError as exc:
             self.status("scene", exc.message, exc.code, Status.LEVEL_ERROR)
             return
@@ -145,7 +143,7 @@ class CampPlannerNode(Node):
                 return
             context_id = sel.context.id
             self.pub_context.publish(context_to_msg(sel.context))
-            self.publish_markers(msg, scene, sel.context, sel.dropped_objects)
+            self.publish_markers(msg, task, sel.context, sel.dropped_objects)
             self.status(
                 "selection",
                 f"context {sel.context.name} (p={sel.probability:.2f}) in "
@@ -178,9 +176,7 @@ class CampPlannerNode(Node):
             except ServiceError as exc:
                 self.status("markers", exc.message, exc.code, Status.LEVEL_WARN)
             else:
-                self.publish_markers(
-                    msg, scene, planned, list(plan.dropped_objects), plan.base_path
-                )
+                self.publish_markers(msg, task, planned, list(plan.dropped_objects), plan.base_path)
             times = ", ".join(f"{s.stage} {s.seconds:.2f} s" for s in plan.stage_times)
             self.status(
                 "plan",
@@ -193,18 +189,14 @@ class CampPlannerNode(Node):
     def publish_markers(
         self,
         msg: SceneObservation,
-        scene: Scene,
+        task: Any,
         context: Context,
         dropped: list[str],
         base_path: PathMsg | None = None,
     ) -> None:
-        """Show the context, the CAMP and (once planned) the base path in RViz. A scene whose
-        rooms cannot be drawn is reported, and planning goes on without its markers."""
-        try:
-            rooms = self.service.allowed_regions(scene, context)
-        except (ServiceError, CampError) as exc:
-            self.status("markers", str(exc), ErrorCode.INTERNAL, Status.LEVEL_WARN)
-            return
+        """Show the context, the CAMP and (once planned) the base path in RViz. ``task`` is
+        the scene's task, as the service read it."""
+        rooms = self.service.allowed_regions(task, context)
         # RViz's text font has no "∈".
         label = f"{context.name.replace('∈', 'in')} ({len(dropped)} objects dropped)"
         self.pub_markers.publish(

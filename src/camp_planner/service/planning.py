@@ -109,13 +109,14 @@ class CampService:
 
         return task_from_scene(scene, world_settings(self.pipe.config))
 
+    @staticmethod
     def allowed_regions(
-        self, scene: Scene, context: Context
+        task: Any, context: Context
     ) -> list[tuple[int, tuple[float, float, float, float]]]:
-        """The rooms ``context`` lets the robot enter in ``scene``'s world, each with its floor
-        rectangle (x0, y0, x1, y1): every room under a context that does not constrain the
-        robot's room. What a viewer tints to show the constraint the robot imposed on itself."""
-        task, _ = self.task_of(scene)
+        """The rooms ``context`` lets the robot enter in ``task``'s world (from
+        :meth:`task_of`), each with its floor rectangle (x0, y0, x1, y1): every room under a
+        context that does not constrain the robot's room. What a viewer tints to show the
+        constraint the robot imposed on itself."""
         rooms = context.allowed("robot_room")
         ids = sorted(int(str(r)) for r in rooms) if rooms else range(task.settings.n_rooms)
         return [(r, task.room_rect(r)) for r in ids]
