@@ -20,19 +20,7 @@ def relevant_variables(
     dependencies: Iterable[tuple[str, str]],
 ) -> frozenset[str]:
     """Backward closure of reward and context variables over ``(parent, child)`` pairs."""
-    known = set(variables)
-    parents: dict[str, set[str]] = {}
-    for parent, child in dependencies:
-        parents.setdefault(child, set()).add(parent)
-    relevant = (set(reward_vars) | set(context_vars)) & known
-    frontier = list(relevant)
-    while frontier:
-        child = frontier.pop()
-        for parent in parents.get(child, ()):
-            if parent not in relevant and parent in known:
-                relevant.add(parent)
-                frontier.append(parent)
-    return frozenset(relevant)
+    return frozenset(relevance_chains(variables, reward_vars, context_vars, dependencies))
 
 
 def relevance_chains(
