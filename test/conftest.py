@@ -6,10 +6,17 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # Nothing may leave loopback, and parallel runs must not see each other.
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
+
+# Fuzz tests: no per-example deadline (a planner call is slow by design, and the suite has no
+# timed assertions); under CI the examples are derandomised, so a red run reproduces.
+settings.register_profile("default", deadline=None, print_blob=True)
+settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True)
+settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 
 @pytest.fixture
