@@ -7,15 +7,25 @@ selects a context, builds the CAMP (which variables and objects are dropped), se
 allowed rooms, the dropped objects greyed, the base path). Every failure is published on
 ``/camp_planner/status`` with its named error code; the node keeps serving. A scene that
 arrives while a plan is being computed waits (only the newest one is kept).
+
+Liveness: the TAMP server sends feedback at least once a second while it plans. When none
+comes for ``server_lost_s``, the server is taken for lost (a killed process announces
+nothing, and DDS notices a vanished participant only after its 20 s lease): the node says so
+on the status topic (``ERROR_SERVER_LOST``), waits for a server again and re-sends the scene
+(up to ``resend_attempts`` times), unless a newer scene has arrived meanwhile. A server busy
+with another client's goal is asked again every second until the goal's time is up.
 """
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from typing import Any
 
 import rclpy
 from nav_msgs.msg import Path as PathMsg
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
@@ -26,6 +36,7 @@ from camp_msgs.action import PlanTask
 from camp_msgs.msg import Context as ContextMsg
 from camp_msgs.msg import Plan, SceneObservation, Status
 from camp_planner.core.context import Context
+from camp_planner.core.errors import CampError
 from camp_planner.ros.common import (
     ARM_TRAJECTORY_TOPIC,
     BASE_PATH_TOPIC,
@@ -43,6 +54,7 @@ from camp_planner.ros.common import (
 from camp_planner.ros.convert import context_to_msg, scene_from_msg, scene_markers
 from camp_planner.ros.selection_node import SelectionNode
 from camp_planner.service.errors import ErrorCode, ServiceError
+from camp_planner.service.limits import MAX_LAMBDA, MAX_TIMEOUT_S
 from camp_planner.service.planning import CampService
 
 
@@ -55,6 +67,14 @@ class CampPlannerNode(Node):
         self.declare_parameter("allow_fallback", True)
         self.declare_parameter("plan_on_scene", True)
         self.declare_parameter("server_wait_s", 30.0)
+        self.declare_parameter("server_lost_s", 5.0)  # ≤ 0: wait for the result however long
+        self.declare_parameter("resend_attempts", 3)
+        for param in self.get_parameters(list(PARAMETER_RANGES)):
+            problem = _out_of_range(param.name, param.value)
+            if problem:
+                Node.destroy_node(self)
+                raise CampError(f"parameter {problem}")
+        self.add_on_set_parameters_callback(self._check_parameters)
         self.service = CampService(**service_kwargs)
         if not self.service.has_selector:
             self.get_logger().warning(
@@ -90,6 +110,14 @@ class CampPlannerNode(Node):
         self._thread.start()
         self.get_logger().info(f"camp_planner ready: /{SCENE_TOPIC} in, /{SELECT_SERVICE} served")
 
+    # --- parameters ---------------------------------------------------------------------------
+    def _check_parameters(self, params: list[Any]) -> SetParametersResult:
+        for param in params:
+            problem = _out_of_range(param.name, param.value)
+            if problem:
+                return SetParametersResult(successful=False, reason=problem)
+        return SetParametersResult(successful=True)
+
     # --- status -------------------------------------------------------------------------------
     def status(
         self, stage: str, message: str, code: int = 0, level: int = Status.LEVEL_INFO
@@ -97,20 +125,34 @@ class CampPlannerNode(Node):
         msg = Status(level=level, stage=stage, error_code=int(code), message=message)
         msg.header.stamp = self.get_clock().now().to_msg()
         self.pub_status.publish(msg)
-        log = self.get_logger()
-        (log.error if level == Status.LEVEL_ERROR else log.warning if level else log.info)(
-            f"[{stage}] {message}"
-        )
+        # One call site per severity: rclpy refuses a call site that logs at two severities
+        # ("Logger severity cannot be changed between calls").
+        text = f"[{stage}] {message}"
+        if level == Status.LEVEL_ERROR:
+            self.get_logger().error(text)
+        elif level == Status.LEVEL_WARN:
+            self.get_logger().warning(text)
+        else:
+            self.get_logger().info(text)
 
     # --- scenes → plans ---------------------------------------------------------------------
     def _on_scene(self, msg: SceneObservation) -> None:
-        if not bool(self.get_parameter("plan_on_scene").value):
-            return
-        with self._wake:
-            if self._pending is not None:
+        # An exception here would reach the executor and end the process.
+        try:
+            if not bool(self.get_parameter("plan_on_scene").value):
+                return
+            with self._wake:
+                replaced = self._pending is not None
+                self._pending = msg
+                self._wake.notify()
+            if replaced:
                 self.status("scene", "a newer scene replaced one still waiting", 0, 1)
-            self._pending = msg
-            self._wake.notify()
+        except Exception as exc:
+            self.get_logger().error(f"[scene] {exc.__class__.__name__}: {exc}")
+
+    def _newer_scene(self) -> bool:
+        with self._wake:
+            return self._pending is not None
 
     def _planning_loop(self) -> None:
         while True:
@@ -123,7 +165,12 @@ class CampPlannerNode(Node):
             try:
                 self.plan_scene(msg)
             except Exception as exc:  # keep serving whatever went wrong
-                self.status("plan", f"{exc.__class__.__name__}: {exc}", ErrorCode.INTERNAL, 2)
+                if not self.context.ok():
+                    return
+                try:
+                    self.status("plan", f"{exc.__class__.__name__}: {exc}", ErrorCode.INTERNAL, 2)
+                except Exception as again:  # the loop must outlive its own error report
+                    self.get_logger().error(f"[plan] {exc!r}; then {again!r}")
 
     def plan_scene(self, msg: SceneObservation) -> None:
         """Select a context for ``msg``, build its CAMP, plan it on the TAMP server and
@@ -152,7 +199,8 @@ class CampPlannerNode(Node):
             )
         wait = float(self.get_parameter("server_wait_s").value)
         if not self.plans.wait_for_server(timeout_sec=wait):
-            self.status("planning", f"no PlanTask server on /{PLAN_ACTION}", ErrorCode.INTERNAL, 2)
+            said = f"no PlanTask server on /{PLAN_ACTION}"
+            self.status("planning", said, ErrorCode.SERVER_LOST, Status.LEVEL_ERROR)
             return
         goal = PlanTask.Goal()
         goal.scene = msg
@@ -211,31 +259,115 @@ class CampPlannerNode(Node):
         )
 
     def _call(self, goal: PlanTask.Goal) -> Any:
+        """The goal's result, or None once a status has said why there is none."""
+        limit = (4 if goal.allow_fallback else 1) * goal.timeout + 30.0
+        deadline = time.monotonic() + limit
+        resends = 0
+        said_busy = False
+        while True:
+            outcome, payload = self._attempt(goal, deadline)
+            if outcome == "result":
+                if payload.error_code != PlanTask.Result.ERROR_BUSY:
+                    return payload
+                if time.monotonic() + 1.0 > deadline or self._newer_scene():
+                    return payload
+                if not said_busy:
+                    said_busy = True
+                    self.status(
+                        "planning",
+                        "the TAMP server is busy with another goal; asking again every second",
+                        ErrorCode.BUSY,
+                        Status.LEVEL_WARN,
+                    )
+                time.sleep(1.0)
+                continue
+            if outcome == "rejected":
+                self.status("planning", "the TAMP server rejected the goal", ErrorCode.INTERNAL, 2)
+            elif outcome == "timeout":
+                self.status(
+                    "planning",
+                    f"the TAMP server did not answer in {limit:.0f} s",
+                    ErrorCode.TIMEOUT,
+                    2,
+                )
+            elif self._newer_scene():
+                self.status(
+                    "planning",
+                    f"the TAMP server stopped answering ({payload}); planning the newer scene",
+                    ErrorCode.SERVER_LOST,
+                    Status.LEVEL_WARN,
+                )
+            elif resends >= int(self.get_parameter("resend_attempts").value):
+                self.status(
+                    "planning",
+                    f"the TAMP server stopped answering ({payload}); gave up after "
+                    f"{resends} re-sends",
+                    ErrorCode.SERVER_LOST,
+                    Status.LEVEL_ERROR,
+                )
+            else:
+                resends += 1
+                wait = float(self.get_parameter("server_wait_s").value)
+                self.status(
+                    "planning",
+                    f"the TAMP server stopped answering ({payload}); re-sending the scene when "
+                    f"a server is there (waiting up to {wait:.0f} s)",
+                    ErrorCode.SERVER_LOST,
+                    Status.LEVEL_WARN,
+                )
+                if self.plans.wait_for_server(timeout_sec=wait):
+                    deadline = time.monotonic() + limit
+                    continue
+                self.status(
+                    "planning",
+                    f"no PlanTask server came back on /{PLAN_ACTION} within {wait:.0f} s",
+                    ErrorCode.SERVER_LOST,
+                    Status.LEVEL_ERROR,
+                )
+            return None
+
+    def _attempt(self, goal: PlanTask.Goal, deadline: float) -> tuple[str, Any]:
+        """Send ``goal`` once: ("result", result), ("rejected", None), ("timeout", None), or
+        ("lost", why) when the server has gone silent for ``server_lost_s``."""
         done = threading.Event()
         box: dict[str, Any] = {}
+        heard = [time.monotonic()]
+
+        def on_feedback(_: Any) -> None:
+            heard[0] = time.monotonic()
+
+        def on_result(future: Any) -> None:
+            box["result"] = future.result().result
+            done.set()
 
         def on_goal(future: Any) -> None:
+            heard[0] = time.monotonic()
             handle = future.result()
+            box["handle"] = handle
             if not handle.accepted:
-                box["error"] = "the TAMP server rejected the goal"
+                box["rejected"] = True
                 done.set()
                 return
-
-            def on_result(f: Any) -> None:
-                box["result"] = f.result().result
-                done.set()
-
             handle.get_result_async().add_done_callback(on_result)
 
-        self.plans.send_goal_async(goal).add_done_callback(on_goal)
-        limit = (4 if goal.allow_fallback else 1) * goal.timeout + 30.0
-        if not done.wait(limit):
-            self.status("planning", "the TAMP server did not answer", ErrorCode.TIMEOUT, 2)
-            return None
-        if "error" in box:
-            self.status("planning", box["error"], ErrorCode.INTERNAL, 2)
-            return None
-        return box["result"]
+        self.plans.send_goal_async(goal, feedback_callback=on_feedback).add_done_callback(on_goal)
+        lost_s = float(self.get_parameter("server_lost_s").value)
+        while not done.wait(0.25):
+            now = time.monotonic()
+            silent = now - heard[0]
+            if now > deadline or (lost_s > 0 and silent > lost_s):
+                handle = box.get("handle")
+                if handle is not None:
+                    # A server that is alive but stuck must not keep planning a goal no one
+                    # waits for (it would answer the re-sent goal with ERROR_BUSY).
+                    handle.cancel_goal_async()
+                if now > deadline:
+                    return "timeout", None
+                what = "no answer to the goal" if handle is None else "no feedback"
+                return "lost", f"{what} for {silent:.1f} s"
+        if "rejected" in box:
+            return "rejected", None
+        return "result", box["result"]
 
     def destroy_node(self) -> None:
         with self._wake:
@@ -244,6 +376,30 @@ class CampPlannerNode(Node):
         self._thread.join(2.0)
         self.selection.destroy_node()
         super().destroy_node()
+
+
+# Parameter → (lowest, highest, what the bounds mean); checked at start and on every set.
+PARAMETER_RANGES: dict[str, tuple[float, float, str]] = {
+    "lambda_cost": (0.0, MAX_LAMBDA, "0: the domain configuration's λ"),
+    "timeout_s": (0.001, MAX_TIMEOUT_S, "seconds per planning call"),
+    "server_wait_s": (0.0, MAX_TIMEOUT_S, "seconds"),
+    "server_lost_s": (0.0, MAX_TIMEOUT_S, "seconds; 0: never take the server for lost"),
+    "resend_attempts": (0, 100, "re-sends of a scene after the server is lost"),
+}
+
+
+def _out_of_range(name: str, value: Any) -> str:
+    """Why ``value`` is not allowed for the parameter ``name`` ("" when it is)."""
+    if name not in PARAMETER_RANGES:
+        return ""
+    low, high, meaning = PARAMETER_RANGES[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{name} must be a number ({meaning}), got {value!r}"
+    if not (math.isfinite(value) and low <= value <= high):
+        return (
+            f"{name} = {value!r} is out of range: give a value in [{low:g}, {high:g}] ({meaning})"
+        )
+    return ""
 
 
 def main(args: list[str] | None = None) -> None:

@@ -2,7 +2,10 @@
 
 Plans run in a warm worker process (:mod:`camp_planner.service.worker`) so that a cancel or a
 timeout returns at once. One goal runs at a time; a goal that arrives meanwhile is answered
-at once with ``ERROR_BUSY`` instead of being interleaved.
+at once with ``ERROR_BUSY`` instead of being interleaved. A goal's numbers are range-checked
+before any work (``ERROR_INVALID_REQUEST``), and feedback goes out at least every
+``heartbeat_s`` while a goal runs, so a client notices within seconds when this server is
+gone (a killed process announces nothing).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from rclpy.node import Node
 from camp_msgs.action import PlanTask
 from camp_planner.ros.common import PLAN_ACTION, declare_service_params
 from camp_planner.ros.convert import plan_to_msg, scene_from_msg
-from camp_planner.service.errors import ErrorCode
+from camp_planner.service.errors import ErrorCode, ServiceError
+from camp_planner.service.limits import check_plan_request
 from camp_planner.service.types import PlanResult
 from camp_planner.service.worker import PlanRequest, PlanWorker
 
@@ -31,6 +35,8 @@ class TampServerNode(Node):
         service_kwargs = declare_service_params(self)
         self.declare_parameter("timeout_grace_s", 10.0)
         self.declare_parameter("default_timeout_s", 60.0)
+        self.declare_parameter("heartbeat_s", 1.0)
+        self.heartbeat = max(0.05, float(self.get_parameter("heartbeat_s").value))
         self.grace = float(self.get_parameter("timeout_grace_s").value)
         self.default_timeout = float(self.get_parameter("default_timeout_s").value)
         self.worker = PlanWorker(service_kwargs)
@@ -64,6 +70,12 @@ class TampServerNode(Node):
     def _plan(self, handle: Any) -> PlanTask.Result:
         goal = handle.request
         t0 = time.monotonic()
+        try:
+            check_plan_request(goal.lambda_cost, goal.timeout)
+        except ServiceError as exc:
+            handle.abort()
+            self.get_logger().warning(f"goal refused: {exc.message}")
+            return self._result(PlanResult.failure(exc.code, exc.message), "")
         timeout = goal.timeout if goal.timeout > 0 else self.default_timeout
         request = PlanRequest(
             scene=scene_from_msg(goal.scene),
@@ -72,19 +84,37 @@ class TampServerNode(Node):
             lam=goal.lambda_cost if goal.lambda_cost > 0 else None,
             timeout_s=timeout,
         )
+        stage = ["selection"]
+        sent = threading.Lock()
 
-        def feedback(stage: str) -> None:
-            handle.publish_feedback(PlanTask.Feedback(stage=stage, elapsed=time.monotonic() - t0))
+        def feedback(now: str | None = None) -> None:
+            with sent:
+                stage[0] = now or stage[0]
+                handle.publish_feedback(
+                    PlanTask.Feedback(stage=stage[0], elapsed=time.monotonic() - t0)
+                )
 
+        stop_beat = threading.Event()
+
+        def beat() -> None:
+            while not stop_beat.wait(self.heartbeat):
+                feedback()
+
+        beating = threading.Thread(target=beat, name="tamp_server-heartbeat", daemon=True)
+        beating.start()
         # Fallbacks each get the per-call timeout; the whole goal gets them all plus a grace.
         attempts = 4 if goal.allow_fallback else 1
-        result = self.worker.run(
-            request,
-            # A shutdown (Ctrl-C, SIGINT from launch) stops the goal too, so the node exits.
-            cancelled=lambda: bool(handle.is_cancel_requested) or not self.context.ok(),
-            limit_s=attempts * timeout + self.grace,
-            progress=feedback,
-        )
+        try:
+            result = self.worker.run(
+                request,
+                # A shutdown (Ctrl-C, SIGINT from launch) stops the goal too, so the node exits.
+                cancelled=lambda: bool(handle.is_cancel_requested) or not self.context.ok(),
+                limit_s=attempts * timeout + self.grace,
+                progress=feedback,
+            )
+        finally:
+            stop_beat.set()
+            beating.join()
         if result.code == ErrorCode.CANCELED:
             handle.canceled()
         elif result.success:

@@ -24,6 +24,7 @@ class ErrorCode(IntEnum):
     CANCELED = 12
     BUSY = 13
     INVALID_REQUEST = 14
+    SERVER_LOST = 15
     INTERNAL = 255
 
 

@@ -7,6 +7,7 @@ planning run still returns what it executed, with the reason.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -21,6 +22,7 @@ from camp_planner.core.objective import Attempt, run_with_fallbacks
 from camp_planner.domains.namo.mdp import NamoMDP
 from camp_planner.planners import make_planner
 from camp_planner.service.errors import ErrorCode, ServiceError
+from camp_planner.service.limits import MAX_FEATURE_ABS, check_plan_request
 from camp_planner.service.scene import Scene
 from camp_planner.service.types import PlanResult, SelectionResult
 from camp_planner.workflow import Pipeline
@@ -138,42 +140,70 @@ class CampService:
         return relevant, dropped, sorted(ids)
 
     # --- selection --------------------------------------------------------------------------
-    def select(
-        self, scene: Scene | None, features: Sequence[float] | None = None
-    ) -> SelectionResult:
-        """Rank the contexts for a scene (or for precomputed task features)."""
+    def check_features(self, features: Sequence[float]) -> np.ndarray:
+        """``features`` as the selector's input array, or a refusal naming what is wrong."""
         if self.method is None:
             raise ServiceError(ErrorCode.NO_SELECTOR, self.bundle_error)
         selector = self.method.bundle.selector
-        task, slot_of = (None, {}) if scene is None else self.task_of(scene)
-        if features is not None and len(features) == 0:
-            features = None
-        if features is not None:
-            expected = self.feature_length()
-            if len(features) != expected:
-                raise ServiceError(
-                    ErrorCode.WRONG_FEATURE_LENGTH,
-                    f"task_features has {len(features)} values; the selector takes {expected} "
-                    f"(shape {list(selector.input_shape)})",
-                )
-            array = np.asarray(features, dtype=np.float32)
-            if not np.all(np.isfinite(array)):
-                raise ServiceError(
-                    ErrorCode.INVALID_SCENE, "task_features has a NaN or infinite value"
-                )
-        elif task is None:
-            raise ServiceError(ErrorCode.INVALID_SCENE, "give a scene or task features")
-        t0 = time.perf_counter()
-        if features is not None:
-            x = array.reshape(selector.input_shape)
-            ranked = [(self.method.bundle.space[i], p) for i, p in selector.ranked(x)]
+        expected = self.feature_length()
+        if len(features) != expected:
+            raise ServiceError(
+                ErrorCode.WRONG_FEATURE_LENGTH,
+                f"task_features has {len(features)} values; the selector takes {expected} "
+                f"(shape {list(selector.input_shape)})",
+            )
+        array = np.asarray(features, dtype=np.float64)
+        if not np.all(np.isfinite(array)):
+            raise ServiceError(ErrorCode.INVALID_SCENE, "task_features has a NaN or infinite value")
+        if np.abs(array).max(initial=0.0) > MAX_FEATURE_ABS:
+            raise ServiceError(
+                ErrorCode.INVALID_REQUEST,
+                f"task_features has a value of magnitude {np.abs(array).max():.3g}; the "
+                f"selector takes values in [-{MAX_FEATURE_ABS:g}, {MAX_FEATURE_ABS:g}]",
+            )
+        return array.astype(np.float32).reshape(selector.input_shape)
+
+    def _rank(
+        self, task: Any, mdp: Any, features: Sequence[float] | None
+    ) -> tuple[list[tuple[Context, float]], list[Context]]:
+        """(ranked contexts, contexts screened out) for ``task``, from ``features`` when
+        given (a scene's or a request's own), else from the task itself."""
+        assert self.method is not None
+        if features:
+            x = self.check_features(features)
+            ranked = [
+                (self.method.bundle.space[i], p) for i, p in self.method.bundle.selector.ranked(x)
+            ]
             screened: list[Context] = []
             if task is not None:
                 from camp_planner.core.feasibility import screen
 
                 ranked, screened = screen(ranked, self.pipe.domain.region_graph(task))
         else:
-            ranked, screened = self.method.selection(self.pipe, task)
+            ranked, screened = self.method.selection(self.pipe, task, mdp)
+        if not all(math.isfinite(p) for _, p in ranked):
+            raise ServiceError(
+                ErrorCode.INVALID_REQUEST,
+                "the selector's probabilities are not finite for these task features: they are "
+                "outside the range it was trained on",
+            )
+        return ranked, screened
+
+    def select(
+        self, scene: Scene | None, features: Sequence[float] | None = None
+    ) -> SelectionResult:
+        """Rank the contexts for a scene (or for precomputed task features)."""
+        if self.method is None:
+            raise ServiceError(ErrorCode.NO_SELECTOR, self.bundle_error)
+        task, slot_of = (None, {}) if scene is None else self.task_of(scene)
+        features = tuple(features) if features is not None else ()
+        if scene is not None and scene.task_features:
+            self.check_features(scene.task_features)  # a scene's own features must fit
+            features = features or scene.task_features
+        if not features and task is None:
+            raise ServiceError(ErrorCode.INVALID_SCENE, "give a scene or task features")
+        t0 = time.perf_counter()
+        ranked, screened = self._rank(task, None, features or None)
         latency = time.perf_counter() - t0
         if not ranked:
             ranked = [(Context.universal(), 1.0)]
@@ -198,11 +228,14 @@ class CampService:
         """Plan ``scene``'s task in the CAMP of the named (or selected) context and execute
         the plan in the simulator; refusals raise :class:`ServiceError`."""
         say = progress or (lambda stage: None)
+        check_plan_request(lam, timeout_s)
         lam = self.pipe.lam(self.planner) if lam is None or lam <= 0 else lam
         timeout = (
             float(self.pipe.config["timeout_s"]) if not timeout_s or timeout_s <= 0 else timeout_s
         )
         task, slot_of = self.task_of(scene)
+        if scene.task_features and self.method is not None:
+            self.check_features(scene.task_features)  # refused before the MDP is built
         mdp = self.pipe.domain.make_mdp(task, self.pipe.config)
         assert isinstance(mdp, NamoMDP)  # the only domain with a scene adapter so far
         say("selection")
@@ -211,7 +244,7 @@ class CampService:
             order = [self.resolve_context(context_id)]
             ranked = [(c, 0.0) for c in self.contexts() if c.id != order[0].id]
         elif self.method is not None:
-            ranked, _ = self.method.selection(self.pipe, task, mdp)
+            ranked, _ = self._rank(task, mdp, scene.task_features or None)
             order = [c for c, _ in ranked[:1]] or [Context.universal()]
         else:
             order, ranked = [Context.universal()], []
