@@ -18,7 +18,6 @@ Reaching the goal object earns ``goal_reward`` and ends the episode.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import random
@@ -157,9 +156,12 @@ class NamoMDP(FactoredMDP):
         self._scene = self._synced = self._slots = None
 
     def __del__(self) -> None:
-        # At interpreter shutdown the server may already be gone with the process.
-        with contextlib.suppress(Exception):
+        # At interpreter shutdown the server may already be gone with the process, and module
+        # globals may already be None: nothing but builtins here.
+        try:  # noqa: SIM105
             self.close()
+        except Exception:
+            pass
 
     # --- the simulator ------------------------------------------------------------------------
     def scene(self) -> Any:
