@@ -263,3 +263,12 @@ def test_a_bad_budget_of_checks_is_refused() -> None:
         plan_base_path(start, goal, BOUNDS, _wall_free, max_checks=0)
     with pytest.raises(ValueError, match="full"):
         plan_base_path(start, goal, BOUNDS, _wall_free, max_checks=100, simplify="full")
+
+
+@pytest.mark.parametrize("timeout_s", [1e10, math.inf])
+def test_a_huge_budget_plans_as_a_normal_one(timeout_s: float) -> None:
+    """OMPL's timer overflowed on 1e10 s and reported no path at once."""
+    result = plan_base_path(
+        (1.0, 1.0, 0.0), (8.0, 1.0, 0.0), BOUNDS, _wall_free, seed=1, timeout_s=timeout_s
+    )
+    assert result.path is not None and not result.timed_out

@@ -7,6 +7,7 @@ Both receive a :class:`Deadline` and must raise :class:`PlanningTimeout` once it
 
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -40,6 +41,9 @@ class Deadline:
     clock: Callable[[], float] = time.perf_counter
 
     def __post_init__(self) -> None:
+        if self.seconds is not None and math.isnan(self.seconds):
+            # NaN compares false with everything: the budget would never expire.
+            raise ValueError("a deadline of NaN seconds")
         self.start = self.clock()
 
     @property

@@ -43,6 +43,9 @@ _SEEDED: list[int] = []
 _clock = time.perf_counter
 
 
+MAX_QUERY_S = 86400.0  # the longest wall-clock budget one OMPL query is given
+
+
 def _seed_once(seed: int) -> None:
     """Seed OMPL's random numbers once per process, with the first call's seed: every later
     query carries on from the stream the earlier ones left, so only a fresh process making
@@ -129,6 +132,9 @@ def plan_base_path(
         raise ValueError(f"unknown seeding '{seeding}'; choose one of: {', '.join(SEEDINGS)}")
     if not timeout_s > 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+    # OMPL's timer overflows on huge budgets (1e10 s returned "no path" at once, as if
+    # searched out); a day is beyond any query, and ``max_checks`` bounds a search by work.
+    timeout_s = min(timeout_s, MAX_QUERY_S)
     if segment_m is not None and not segment_m > 0:
         raise ValueError(f"segment_m must be positive, got {segment_m}")
     if max_checks is not None and max_checks < 1:

@@ -12,6 +12,7 @@ sequence, ``act`` replans from the state it is in.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import math
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from camp_planner.core.errors import CampError
 from camp_planner.core.mdp import Action, FactoredMDP, State
@@ -63,49 +65,114 @@ def _bin_dir() -> Path:
     return driver_path().parent / "builds" / "release" / "bin"
 
 
+# The longest timeout handed to a blocking wait (``select``, ``Popen.communicate``) or to the
+# driver's CPU-time limit. Those overflow beyond about 2**31 ms (``poll``: 24.8 days) or the
+# platform's ``time_t``, and raise instead of waiting; a budget of more than eleven days is no
+# limit for a planning call, so it is treated as none.
+MAX_WAIT_S = 1e6
+
+
+def wait_limit(budget: float) -> float | None:
+    """``budget`` as a timeout for a blocking wait: ``None`` (as long as it takes) for an
+    infinite, NaN or longer-than-:data:`MAX_WAIT_S` budget, else the budget (at least 0)."""
+    if not budget <= MAX_WAIT_S:  # also true for NaN
+        return None
+    return max(budget, 0.0)
+
+
 class _ResidentTranslator:
     """One long-lived translator process (see :mod:`fd_translator`), restarted when it dies
-    or overruns a deadline (then it is killed: the translator cannot be interrupted)."""
+    or overruns a deadline (then it is killed: the translator cannot be interrupted).
+
+    Every request carries an id that the reply echoes, and a reply to another request is
+    never taken for this one's; and a call that fails between writing its request and
+    reading its reply kills the helper, so no unread reply outlives the call."""
 
     def __init__(self) -> None:
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.owner = os.getpid()
+        self._sent = 0
+        # Bytes read from the helper past the last complete reply. Read with ``os.read``, not
+        # through a buffered file object: ``select`` only sees what is still in the pipe, so
+        # a line buffered by Python would look like no reply at all.
+        self._pending = b""
 
-    def _start(self) -> subprocess.Popen[str]:
+    def _start(self) -> subprocess.Popen[bytes]:
         if self.owner != os.getpid():
             # A forked worker must not share its parent's pipe: it gets its own helper.
-            self.proc, self.owner = None, os.getpid()
+            self.proc, self.owner, self._pending = None, os.getpid(), b""
         if self.proc is None or self.proc.poll() is not None:
+            self.close()
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "camp_planner.planners.fd_translator", str(_bin_dir())],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                text=True,
             )
         return self.proc
 
     def translate(self, folder: Path, budget: float) -> tuple[int, str]:
         proc = self._start()
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None
+        self._sent += 1
         request = {
+            "id": self._sent,
             "domain": str(folder / "domain.pddl"),
             "problem": str(folder / "problem.pddl"),
             "sas": str(folder / "output.sas"),
         }
-        proc.stdin.write(json.dumps(request) + "\n")
-        proc.stdin.flush()
-        ready, _, _ = select.select(
-            [proc.stdout], [], [], budget if math.isfinite(budget) else None
-        )
-        if not ready:
+        limit = wait_limit(budget)
+        end = None if limit is None else time.monotonic() + limit
+        try:
+            proc.stdin.write(json.dumps(request).encode() + b"\n")
+            proc.stdin.flush()
+            reply = self._reply(proc, self._sent, end)
+        except BaseException:
+            # Whatever ended this call early (a timeout, a signal, a bug), the helper may
+            # still answer it: killed, it cannot hand that answer to a later call.
             self.close()
-            raise PlanningTimeout("Fast Downward's translator exceeded the time budget")
-        line = proc.stdout.readline()
-        if not line:
-            self.close()
-            raise PlanningError("Fast Downward's resident translator exited unexpectedly")
-        reply = json.loads(line)
+            raise
         return int(reply["code"]), str(reply.get("log", ""))
+
+    def _reply(
+        self, proc: subprocess.Popen[bytes], request_id: int, end: float | None
+    ) -> dict[str, Any]:
+        """The helper's reply to request ``request_id``, skipping replies to earlier ones."""
+        while True:
+            line = self._line(proc, end)
+            try:
+                reply = json.loads(line)
+            except ValueError as exc:
+                raise PlanningError(
+                    f"Fast Downward's resident translator sent a garbled reply: {line[:200]!r}"
+                ) from exc
+            if not isinstance(reply, dict) or not isinstance(reply.get("id"), int):
+                raise PlanningError(
+                    f"Fast Downward's resident translator sent a reply with no id: {line[:200]!r}"
+                )
+            if reply["id"] == request_id:
+                return reply
+            if reply["id"] > request_id:
+                raise PlanningError(
+                    f"Fast Downward's resident translator answered request {reply['id']}, "
+                    f"which was never sent (waiting for {request_id})"
+                )
+            # The answer to an earlier request whose caller stopped waiting: not this one's.
+
+    def _line(self, proc: subprocess.Popen[bytes], end: float | None) -> str:
+        """The helper's next line of output, waiting until ``end`` (monotonic) at most."""
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        while b"\n" not in self._pending:
+            timeout = None if end is None else max(end - time.monotonic(), 0.0)
+            ready, _, _ = select.select([fd], [], [], timeout)
+            if not ready:
+                raise PlanningTimeout("Fast Downward's translator exceeded the time budget")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise PlanningError("Fast Downward's resident translator exited unexpectedly")
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line.decode(errors="replace")
 
     def warm_up(self) -> None:
         """Start the helper and translate a one-fact task, so that the imports (≈0.1 s) are
@@ -124,10 +191,16 @@ class _ResidentTranslator:
             self.translate(folder, 60.0)
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc = None
+        proc, self.proc, self._pending = self.proc, None, b""
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
 
 _RESIDENT = _ResidentTranslator()
@@ -304,6 +377,7 @@ class FDRunner:
         if budget <= 0:
             raise PlanningTimeout("Fast Downward's translator used the whole budget")
         search = str(_bin_dir() / "downward")
+        limit = wait_limit(budget)
         try:
             with (folder / "output.sas").open() as sas:
                 proc = subprocess.run(
@@ -312,7 +386,7 @@ class FDRunner:
                     cwd=folder,
                     capture_output=True,
                     text=True,
-                    timeout=budget if math.isfinite(budget) else None,
+                    timeout=limit,
                     check=False,
                 )
         except subprocess.TimeoutExpired as exc:
@@ -340,10 +414,11 @@ class FDRunner:
     def _run(self, folder: Path, deadline: Deadline) -> list[str]:
         budget = self._budget(deadline)
         cmd = [sys.executable, str(driver_path())]
-        if math.isfinite(budget):
+        limit = wait_limit(budget)
+        if limit is not None:
             # The driver's own limit lets it stop cleanly; the subprocess timeout is the
             # backstop in case it does not.
-            cmd += ["--overall-time-limit", f"{max(1, math.ceil(budget))}s"]
+            cmd += ["--overall-time-limit", f"{max(1, math.ceil(limit))}s"]
         if self.alias:
             cmd += ["--alias", self.alias]
         cmd += ["--plan-file", "plan.txt", "domain.pddl", "problem.pddl"]
@@ -355,7 +430,7 @@ class FDRunner:
                 cwd=folder,
                 capture_output=True,
                 text=True,
-                timeout=budget + 0.5 if math.isfinite(budget) else None,
+                timeout=None if limit is None else limit + 0.5,
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:

@@ -4,9 +4,11 @@ The driver starts a fresh Python interpreter for the translator on every call, a
 cost about 0.1 s; for the tiny ground tasks CAMPs produce that is most of the planning time,
 which the objective charges. This helper process imports ``fast_downward.translate`` once
 (through its library entry point, ``options.set_options`` then ``main``) and translates one
-task per request: a JSON line ``{"domain", "problem", "sas"}`` on stdin, answered by
-``{"code": exit code}`` on stdout (0, or the translator's own codes such as 10 for a task
-proven unsolvable). Run as ``python -m camp_planner.planners.fd_translator FD_BIN_DIR``.
+task per request: a JSON line ``{"id", "domain", "problem", "sas"}`` on stdin, answered by
+``{"id", "code", "log"}`` on stdout, with the request's id (so that a caller can tell the
+reply to its request from a late reply to an earlier one) and the exit code (0, or the
+translator's own codes such as 10 for a task proven unsolvable). Run as
+``python -m camp_planner.planners.fd_translator FD_BIN_DIR``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import sys
 
 
@@ -22,7 +25,11 @@ def serve(bin_dir: str) -> None:
     from fast_downward.translate import main as translate_main  # type: ignore[import-untyped]
     from fast_downward.translate import options
 
-    out = sys.stdout
+    # The replies go to a private copy of the stdout pipe, and file descriptor 1 now points at
+    # stderr: nothing else the translator or a library writes can land between two replies.
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     for line in sys.stdin:
         request = json.loads(line)
         code = 0
@@ -38,7 +45,11 @@ def serve(bin_dir: str) -> None:
         except Exception as exc:  # any translator failure is reported, never fatal
             code = 30
             sink.write(f"{type(exc).__name__}: {exc}")
-        reply = {"code": code, "log": sink.getvalue()[-2000:] if code else ""}
+        reply = {
+            "id": request.get("id"),
+            "code": code,
+            "log": sink.getvalue()[-2000:] if code else "",
+        }
         out.write(json.dumps(reply) + "\n")
         out.flush()
 

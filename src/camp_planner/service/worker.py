@@ -5,21 +5,43 @@ motion query or a Fast Downward search; a planning request therefore runs in a l
 worker process (started once, warm), and cancelling means terminating that process and
 starting a fresh one. Uses the ``spawn`` start method: forking a process that runs DDS
 threads is unsafe.
+
+The pipe protocol: the worker sends ``("ready", None, None)`` once its service is loaded (or
+``("fatal", None, why)`` and exits); each request goes as ``(id, PlanRequest)`` and every
+message about it, ``("progress", id, stage)`` and ``("result", id, PlanResult)``, carries
+that id, so a message about any other request is never taken for this one's answer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
+import os
+import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 from camp_planner.service.errors import ErrorCode, ServiceError
 from camp_planner.service.scene import Scene
 from camp_planner.service.types import PlanResult
+
+# The longest single wait on the pipe: ``Connection.poll`` raises OverflowError beyond about
+# 2**31 ms, so a longer ``poll_s`` is cut to this (``start_timeout_s`` and ``limit_s`` are
+# compared with the clock between waits, never waited for in one piece).
+_MAX_WAIT_S = 3600.0
+# How often ``start`` looks at a loading worker (it has no cancel to check, only the clock).
+_START_POLL_S = 0.5
+_STOPPED = "the planning worker was stopped while the request waited"
+
+
+class _WorkerDied(Exception):
+    """The worker process exited while a request waited for it."""
 
 
 @dataclass(frozen=True)
@@ -31,22 +53,56 @@ class PlanRequest:
     timeout_s: float | None = None
 
 
-def _serve(conn: Connection, service_kwargs: dict[str, Any]) -> None:
-    from camp_planner.service.planning import CampService
+def _exit_with_parent(poll_s: float = 0.5) -> None:
+    """End this process group when the parent dies (a node killed with SIGKILL stops
+    nothing): a worker mid-plan would otherwise plan on, and its Fast Downward children with
+    it, for a node that is gone."""
+    parent = os.getppid()
 
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="camp-planner-orphan-watch", daemon=True).start()
+
+
+def _serve(
+    conn: Connection,
+    service_factory: Callable[..., Any] | None,
+    service_kwargs: dict[str, Any],
+) -> None:
+    """The worker process: load the service, then answer requests until the pipe closes.
+
+    ``service_factory`` builds the service from ``service_kwargs`` (None: ``CampService``,
+    imported here, in the child, because it loads torch and PyBullet)."""
+    # A process group of its own, which the processes it starts (Fast Downward's search and
+    # translator) join: ``stop`` kills the group, since they would outlive a terminated
+    # worker and run to the end of their search.
+    os.setsid()
+    _exit_with_parent()
     try:
-        service = CampService(**service_kwargs)
+        if service_factory is None:
+            from camp_planner.service.planning import CampService
+
+            service_factory = CampService
+        service = service_factory(**service_kwargs)
     except Exception as exc:  # report why the worker cannot start, then stop
-        conn.send(("fatal", f"{exc.__class__.__name__}: {exc}"))
+        conn.send(("fatal", None, f"{exc.__class__.__name__}: {exc}"))
         return
-    conn.send(("ready", None))
+    conn.send(("ready", None, None))
     while True:
         try:
-            request = conn.recv()
+            message = conn.recv()
         except EOFError:
             return
-        if request is None:
+        if message is None:
             return
+        request_id, request = message
+
+        def progress(stage: str, request_id: int = request_id) -> None:
+            conn.send(("progress", request_id, stage))
+
         try:
             result = service.plan(
                 request.scene,
@@ -54,57 +110,121 @@ def _serve(conn: Connection, service_kwargs: dict[str, Any]) -> None:
                 request.allow_fallback,
                 request.lam,
                 request.timeout_s,
-                progress=lambda stage: conn.send(("progress", stage)),
+                progress=progress,
             )
-            conn.send(("result", result))
         except ServiceError as exc:
-            conn.send(("result", PlanResult.failure(exc.code, exc.message)))
+            result = PlanResult.failure(exc.code, exc.message)
         except Exception as exc:
             detail = traceback.format_exc(limit=3)
-            conn.send(("result", PlanResult.failure(ErrorCode.INTERNAL, f"{exc!r}\n{detail}")))
+            result = PlanResult.failure(ErrorCode.INTERNAL, f"{exc!r}\n{detail}")
+        conn.send(("result", request_id, result))
 
 
 class PlanWorker:
-    """One planning worker process: ``run`` a request, cancellable and time-limited."""
+    """One planning worker process: ``run`` a request, cancellable and time-limited.
 
-    def __init__(self, service_kwargs: dict[str, Any], start_timeout_s: float = 120.0) -> None:
+    A worker stopped by a cancel or a timeout is replaced at once by a fresh process that
+    loads in the background, so the next request finds it warm (or waits for it inside
+    ``run``, where a cancel is still answered within ``poll_s``).
+
+    ``service_factory``: what the worker process builds its service with (default
+    ``CampService``); it must be picklable, i.e. a module-level class or function.
+
+    One ``run`` at a time; ``stop`` may also come from another thread while a ``run``
+    waits, which then returns an INTERNAL failure and starts no new worker.
+    """
+
+    def __init__(
+        self,
+        service_kwargs: dict[str, Any],
+        start_timeout_s: float = 120.0,
+        service_factory: Callable[..., Any] | None = None,
+    ) -> None:
         self.service_kwargs = service_kwargs
         self.start_timeout_s = start_timeout_s
+        self.service_factory = service_factory
         self._ctx = mp.get_context("spawn")
-        self._proc: Any = None
+        self._proc: BaseProcess | None = None
         self._conn: Connection | None = None
+        self._ready = False  # the current process has sent "ready"
+        self._spawned_at = 0.0
+        self._last_id = 0
+        # Counts the calls of ``stop``, so that a ``run`` can tell that another thread
+        # stopped its worker while it waited (and then must not start a new one).
+        self._stops = 0
 
-    def start(self) -> None:
-        """Start the worker (and wait until its service is loaded) if it is not running."""
-        if self._proc is not None and self._proc.is_alive():
-            return
+    # --- the process ------------------------------------------------------------------------
+    def _alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    def _spawn(self) -> None:
+        """Start a fresh worker process (stopping the current one), without waiting for it
+        to load."""
+        self.stop()
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(
-            target=_serve, args=(child, self.service_kwargs), daemon=True, name="camp-planner"
+            target=_serve,
+            args=(child, self.service_factory, self.service_kwargs),
+            daemon=True,
+            name="camp-planner",
         )
         proc.start()
         child.close()
-        if not parent.poll(self.start_timeout_s):
-            proc.terminate()
-            raise ServiceError(ErrorCode.INTERNAL, "the planning worker did not start in time")
-        kind, detail = parent.recv()
-        if kind != "ready":
-            proc.join(5)
-            raise ServiceError(ErrorCode.INTERNAL, f"the planning worker failed to start: {detail}")
         self._proc, self._conn = proc, parent
+        self._ready, self._spawned_at = False, time.monotonic()
+
+    def _check_start(self, wait_s: float) -> str | None:
+        """Wait up to ``wait_s`` for the loading worker's "ready". None: it is ready (then
+        ``_ready`` is set) or still loading; otherwise why it will not start (then it is
+        stopped)."""
+        assert self._conn is not None and self._proc is not None
+        why = None
+        if self._conn.poll(_bounded(wait_s)):
+            try:
+                kind, _, detail = self._conn.recv()
+            except EOFError:
+                why = "the planning worker exited while starting"
+            else:
+                if kind == "ready":
+                    self._ready = True
+                    return None
+                why = f"the planning worker failed to start: {detail}"
+        elif not self._proc.is_alive():
+            why = "the planning worker exited while starting"
+        elif time.monotonic() - self._spawned_at > self.start_timeout_s:
+            why = "the planning worker did not start in time"
+        if why is not None:
+            self.stop()
+        return why
+
+    def start(self) -> None:
+        """Start the worker if it is not running, and wait until its service is loaded;
+        raises :class:`ServiceError` (INTERNAL) if it cannot start."""
+        if not self._alive():
+            self._spawn()
+        while not self._ready:
+            why = self._check_start(_START_POLL_S)
+            if why is not None:
+                raise ServiceError(ErrorCode.INTERNAL, why)
 
     def stop(self) -> None:
-        if self._proc is None:
-            return
-        self._proc.terminate()
-        self._proc.join(5)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join(5)
-        if self._conn is not None:
-            self._conn.close()
-        self._proc = self._conn = None
+        """Stop the worker process (loaded, loading or busy) and wait until it is gone."""
+        proc, conn = self._proc, self._conn
+        self._proc, self._conn, self._ready = None, None, False
+        self._stops += 1
+        if proc is not None:
+            _kill_group(proc)
+            proc.terminate()  # a worker stopped before it made its group
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5)
+            if not proc.is_alive():
+                proc.close()  # its sentinel's file descriptor, at once rather than at GC
+        if conn is not None:
+            conn.close()
 
+    # --- requests ---------------------------------------------------------------------------
     def run(
         self,
         request: PlanRequest,
@@ -114,33 +234,120 @@ class PlanWorker:
         poll_s: float = 0.05,
     ) -> PlanResult:
         """Plan ``request``; returns early (and restarts the worker) when ``cancelled()``
-        turns true or ``limit_s`` wall-clock seconds pass."""
-        self.start()
-        assert self._conn is not None
-        conn = self._conn
+        turns true or ``limit_s`` wall-clock seconds pass, counted from this call (waiting
+        for a restarting worker to load included). A worker that cannot start or dies gives an
+        INTERNAL failure, not an exception."""
         t0 = time.monotonic()
-        conn.send(request)
-        while True:
-            if conn.poll(poll_s):
-                try:
-                    kind, payload = conn.recv()
-                except EOFError:
-                    self.stop()
-                    return PlanResult.failure(ErrorCode.INTERNAL, "the planning worker died")
-                if kind == "progress":
-                    if progress is not None:
-                        progress(str(payload))
-                    continue
-                assert isinstance(payload, PlanResult)
-                return payload
-            if cancelled():
+        self._last_id += 1
+        request_id = self._last_id
+        if not self._alive():
+            self._spawn()
+        stops = self._stops
+        sent = False
+        try:
+            while True:
+                if self._stops != stops:
+                    return PlanResult.failure(ErrorCode.INTERNAL, _STOPPED)
+                if not self._ready:
+                    why = self._check_start(poll_s)
+                    if why is not None:
+                        return PlanResult.failure(ErrorCode.INTERNAL, why)
+                if self._ready and not sent:
+                    assert self._conn is not None
+                    self._conn.send((request_id, request))
+                    sent = True
+                elif sent:
+                    try:
+                        outcome = self._receive(request_id, poll_s, progress)
+                    except _WorkerDied:
+                        if self._stops != stops:
+                            return PlanResult.failure(ErrorCode.INTERNAL, _STOPPED)
+                        self._spawn()  # a fresh worker for the next request
+                        return PlanResult.failure(ErrorCode.INTERNAL, "the planning worker died")
+                    if outcome is not None:
+                        return outcome
+                stop = self._stop_reason(cancelled, t0, limit_s, sent)
+                if stop is not None:
+                    if sent and self._stops == stops:
+                        # Busy with a request nobody waits for: replaced at once, so that
+                        # the next request finds a loaded worker.
+                        self._spawn()
+                    # Else the worker is still loading and has been sent nothing, so it
+                    # holds no answer to give anyone: it is kept, and becomes the next warm
+                    # worker without starting its load over.
+                    return stop
+        except Exception:
+            if self._stops != stops:
+                # Stopped from another thread while this call waited: the failure is the
+                # closed pipe's, and nothing is to be started.
+                return PlanResult.failure(ErrorCode.INTERNAL, _STOPPED)
+            if sent:
+                # It may still answer this request: a fresh worker cannot hand that answer
+                # to the next call.
+                self._spawn()
+            raise
+        except BaseException:
+            # An interrupt: the caller is probably shutting down, so nothing new is started.
+            if sent and self._stops == stops:
                 self.stop()
-                return PlanResult.failure(ErrorCode.CANCELED, "the request was cancelled")
-            if limit_s is not None and time.monotonic() - t0 > limit_s:
-                self.stop()
-                return PlanResult.failure(
-                    ErrorCode.TIMEOUT, f"planning took longer than {limit_s:.1f} s and was stopped"
-                )
-            if not self._proc.is_alive():
-                self.stop()
-                return PlanResult.failure(ErrorCode.INTERNAL, "the planning worker died")
+            raise
+
+    def _receive(
+        self, request_id: int, poll_s: float, progress: Callable[[str], None] | None
+    ) -> PlanResult | None:
+        """Wait up to ``poll_s`` for a message about request ``request_id``: its result, or
+        None (nothing yet, progress passed on, or a message about another request). Raises
+        :class:`_WorkerDied` if the worker exited."""
+        assert self._conn is not None and self._proc is not None
+        if self._conn.poll(_bounded(poll_s)):
+            try:
+                kind, about, payload = self._conn.recv()
+            except EOFError as exc:
+                raise _WorkerDied from exc
+            if about != request_id:
+                return None  # about an earlier request, whose caller stopped waiting
+            if kind == "progress":
+                if progress is not None:
+                    progress(str(payload))
+                return None
+            assert kind == "result" and isinstance(payload, PlanResult)
+            return payload
+        if not self._proc.is_alive():
+            raise _WorkerDied
+        return None
+
+    @staticmethod
+    def _stop_reason(
+        cancelled: Callable[[], bool], t0: float, limit_s: float | None, sent: bool
+    ) -> PlanResult | None:
+        """The failure to return if the request was cancelled or is overdue, else None."""
+        if cancelled():
+            return PlanResult.failure(ErrorCode.CANCELED, "the request was cancelled")
+        if limit_s is not None and time.monotonic() - t0 > limit_s:
+            if sent:
+                why = f"planning took longer than {limit_s:.1f} s and was stopped"
+            else:
+                why = f"the planning worker was still loading after {limit_s:.1f} s"
+            return PlanResult.failure(ErrorCode.TIMEOUT, why)
+        return None
+
+
+def _kill_group(proc: BaseProcess) -> None:
+    """Kill the worker's process group (made in ``_serve``): the worker and the processes it
+    started."""
+    pid = proc.pid
+    if pid is None or not hasattr(os, "waitid"):
+        return
+    try:
+        # Only while the worker is our unreaped child are its pid, and the group of that id,
+        # certainly still its own; once reaped, both ids may be reused by anyone.
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _bounded(wait_s: float) -> float:
+    """``wait_s`` as a timeout ``Connection.poll`` accepts (NaN: no wait)."""
+    return min(wait_s, _MAX_WAIT_S) if wait_s > 0 else 0.0
