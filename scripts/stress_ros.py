@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-FAULTS = ("worker", "server", "planner")
+FAULTS = ("worker", "server", "server_stop", "planner")
 HARD_TASK = 3  # a test task whose plan takes seconds: long enough to be killed mid-plan
 MARKER = "CAMP_STRESS_RUN"
 
@@ -136,10 +136,15 @@ class Rig:
 
         self.procs[name] = subprocess.Popen(node_command(name, self.params), env=self.env)
 
-    def kill(self, name: str) -> None:
+    def kill(self, name: str, clean: bool = False) -> None:
         proc = self.procs.pop(name)
-        proc.kill()
-        proc.wait()
+        if clean:
+            from camp_planner.ros.bringup import stop_processes
+
+            stop_processes([proc])
+        else:
+            proc.kill()
+            proc.wait()
         self.retired.append(proc)
 
     def worker_pid(self) -> int | None:
@@ -191,8 +196,8 @@ def run_fault(rig: Rig, fault: str, hard: Any, easy: Any, timeout: float) -> dic
         if pid is None:
             return {"fault": fault, "recovered": False, "note": "no planning worker found"}
         os.kill(pid, signal.SIGKILL)
-    elif fault == "server":
-        rig.kill("tamp_server")
+    elif fault in ("server", "server_stop"):
+        rig.kill("tamp_server", clean=fault == "server_stop")
         rig.start("tamp_server")
     else:
         rig.kill("camp_planner")

@@ -22,8 +22,9 @@ LOST_S = 1.0
 
 class ScriptedServer:
     """A PlanTask server whose answer to each goal is the next entry of ``script``:
-    "ok" (success under the universal context), "busy" (ERROR_BUSY) or "silent" (accepts
-    the goal, then says nothing until released: a server killed mid-goal)."""
+    "ok" (success under the universal context), "busy" (ERROR_BUSY), "shutdown"
+    (ERROR_SERVER_LOST: the server stopped by its own shutdown) or "silent" (accepts the
+    goal, then says nothing until released: a server killed mid-goal)."""
 
     def __init__(self, node: Any) -> None:
         from rclpy.action import ActionServer, CancelResponse
@@ -54,10 +55,13 @@ class ScriptedServer:
             handle.abort()
             result.error_code = PlanTask.Result.ERROR_INTERNAL
             return result
-        if what == "busy":
+        if what in ("busy", "shutdown"):
             handle.abort()
-            result.error_code = PlanTask.Result.ERROR_BUSY
-            result.error_message = "busy"
+            busy = what == "busy"
+            result.error_code = getattr(
+                PlanTask.Result, "ERROR_BUSY" if busy else "ERROR_SERVER_LOST"
+            )
+            result.error_message = what
             return result
         handle.succeed()
         result.success = True
@@ -150,7 +154,7 @@ def test_status_logs_every_severity_in_every_order(rig: dict[str, Any]) -> None:
         for level in sequence:
             node.status("test", f"sequence {i}", 0, level)  # raised ValueError before the fix
         # Paced per sequence: the status topic keeps the last 20 messages.
-        assert _wait(lambda: len(statuses) >= before + 3)
+        assert _wait(lambda before=before: len(statuses) >= before + 3)
         got = [s.level for s in statuses[before:] if s.message == f"sequence {i}"]
         assert got == list(sequence)
 
@@ -192,6 +196,19 @@ def test_a_silent_server_is_reported_lost_and_the_scene_re_sent(rig: dict[str, A
     assert server.goals == goals + 2
     # The old limit was 60 s of waiting; not a timing assertion on the machine's speed.
     assert time.monotonic() - t0 < 30.0
+
+
+def test_a_server_shut_down_mid_goal_gets_the_scene_again(rig: dict[str, Any]) -> None:
+    from camp_msgs.action import PlanTask
+
+    server, plans, statuses = rig["server"], rig["plans"], rig["statuses"]
+    server.script[:] = ["shutdown", "ok"]
+    before, seen, goals = len(plans), len(statuses), server.goals
+    rig["scenes"].publish(_scene())
+    assert _wait(lambda: len(plans) > before, 30.0)
+    assert server.goals == goals + 2
+    lost = [s for s in statuses[seen:] if s.error_code == PlanTask.Result.ERROR_SERVER_LOST]
+    assert lost and "re-sending" in lost[0].message
 
 
 def test_a_busy_server_is_asked_again(rig: dict[str, Any]) -> None:

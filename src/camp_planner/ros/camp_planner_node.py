@@ -266,6 +266,8 @@ class CampPlannerNode(Node):
         said_busy = False
         while True:
             outcome, payload = self._attempt(goal, deadline)
+            if outcome == "result" and payload.error_code == PlanTask.Result.ERROR_SERVER_LOST:
+                outcome, payload = "lost", payload.error_message
             if outcome == "result":
                 if payload.error_code != PlanTask.Result.ERROR_BUSY:
                     return payload
@@ -352,10 +354,16 @@ class CampPlannerNode(Node):
 
         self.plans.send_goal_async(goal, feedback_callback=on_feedback).add_done_callback(on_goal)
         lost_s = float(self.get_parameter("server_lost_s").value)
+        present = time.monotonic()
         while not done.wait(0.25):
             now = time.monotonic()
             silent = now - heard[0]
-            if now > deadline or (lost_s > 0 and silent > lost_s):
+            if self.plans.server_is_ready():
+                present = now
+            # A server that shut down cleanly leaves the graph at once: no need to wait for
+            # its silence (a second's grace for discovery's own jitter).
+            gone = lost_s > 0 and now - present > min(1.0, lost_s)
+            if now > deadline or (lost_s > 0 and silent > lost_s) or gone:
                 handle = box.get("handle")
                 if handle is not None:
                     # A server that is alive but stuck must not keep planning a goal no one
@@ -363,6 +371,8 @@ class CampPlannerNode(Node):
                     handle.cancel_goal_async()
                 if now > deadline:
                     return "timeout", None
+                if gone:
+                    return "lost", "it left the ROS graph"
                 what = "no answer to the goal" if handle is None else "no feedback"
                 return "lost", f"{what} for {silent:.1f} s"
         if "rejected" in box:

@@ -115,7 +115,14 @@ class TampServerNode(Node):
         finally:
             stop_beat.set()
             beating.join()
-        if result.code == ErrorCode.CANCELED:
+        if result.code == ErrorCode.CANCELED and not handle.is_cancel_requested:
+            # Stopped by this server's own shutdown, not by its client: the client should
+            # send the goal again to the next server, as after a lost one.
+            result = PlanResult.failure(
+                ErrorCode.SERVER_LOST, "tamp_server shut down while planning this goal"
+            )
+            handle.abort()
+        elif result.code == ErrorCode.CANCELED:
             handle.canceled()
         elif result.success:
             handle.succeed()
