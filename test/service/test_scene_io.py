@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 
-from camp_planner.domains.namo.scene_io import scene_from_task, task_from_scene
+from camp_planner.domains.namo.domain import world_settings
+from camp_planner.domains.namo.scene_io import (
+    SIZE_TOLERANCE,
+    WALL_TOLERANCE,
+    scene_from_task,
+    task_from_scene,
+)
 from camp_planner.domains.namo.world import NamoSettings, generate_task
 from camp_planner.service.errors import ErrorCode, ServiceError
 from camp_planner.service.scene import Scene, SceneObject
+from camp_planner.workflow import Pipeline
+
+CONFIG = Path(__file__).resolve().parents[2] / "config"
 
 
 def _close(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
@@ -86,11 +96,14 @@ def test_malformed_scenes_get_named_errors() -> None:
 
 def test_a_room_with_too_many_boxes_is_refused() -> None:
     s = _scene()
+    # Room 1 holds three boxes; three more along its top wall, clear of everything, make six.
     extra = tuple(
-        SceneObject(f"extra{k}", "box", (3.3 + 0.4 * k, 0.5, 0.0), (0.3, 0.3, 0.7), True)
-        for k in range(6)
+        SceneObject(f"extra{k}", "box", (3.5 + 0.4 * k, 2.6, 0.0), (0.3, 0.3, 0.7), True)
+        for k in range(3)
     )
-    assert _code(dataclasses.replace(s, objects=(*s.objects, *extra))) == ErrorCode.INVALID_SCENE
+    with pytest.raises(ServiceError) as info:
+        task_from_scene(dataclasses.replace(s, objects=(*s.objects, *extra)))
+    assert info.value.code == ErrorCode.INVALID_SCENE and "slots" in info.value.message
 
 
 def test_walls_that_close_every_doorway_make_the_goal_unreachable() -> None:
@@ -105,3 +118,236 @@ def test_walls_that_close_every_doorway_make_the_goal_unreachable() -> None:
             SceneObject(f"h{k}", "wall", (size / 2, 3.0 * k, 0.0), (size, 0.1, 1.0), False)
         )
     assert _code(dataclasses.replace(s, objects=tuple(walls))) == ErrorCode.UNREACHABLE_GOAL
+
+
+# --- scenes the model cannot represent faithfully are refused by name --------------------------
+
+
+def _with(scene: Scene, *objects: SceneObject, drop: tuple[str, ...] = ()) -> Scene:
+    """``scene`` with ``objects`` in place of those of the same id (or added), ``drop`` gone."""
+    new = {o.id: o for o in objects}
+    kept = [new.pop(o.id, o) for o in scene.objects if o.id not in drop]
+    return dataclasses.replace(scene, objects=(*kept, *new.values()))
+
+
+def _obj(scene: Scene, object_id: str) -> SceneObject:
+    return next(o for o in scene.objects if o.id == object_id)
+
+
+def _refusal(
+    scene: Scene, settings: NamoSettings | None = None, frame_id: str = "map"
+) -> ServiceError:
+    with pytest.raises(ServiceError) as info:
+        task_from_scene(scene, settings, frame_id=frame_id)
+    assert info.value.message
+    return info.value
+
+
+# In task 5 (``_scene``) room 0 holds box_r0_3 and box_r0_4 and the robot at (1.40, 0.84);
+# wall_4 is the wall between rooms 0 and 1 (x = 3, no doorway), wall_5 and wall_6 flank the
+# doorway between rooms 0 and 3 (y = 3, x 0.60-1.60), wall_0 is the bottom outer wall.
+
+
+@pytest.mark.parametrize(
+    "size", [(0.0, 0.0, 0.0), (10.0, 10.0, 0.7), (1e300, 1e300, 1e300), (0.3, 0.3, 0.3)]
+)
+def test_a_box_of_another_size_is_refused_not_resized(size: tuple[float, float, float]) -> None:
+    s = _scene()
+    error = _refusal(_with(s, dataclasses.replace(_obj(s, "box_r0_3"), size=size)))
+    assert error.code == ErrorCode.INVALID_SCENE
+    assert "box_r0_3" in error.message and "the model's boxes are" in error.message
+
+
+def test_the_message_says_what_the_box_is_and_what_the_model_allows() -> None:
+    s = _scene()
+    big = dataclasses.replace(_obj(s, "box_r0_3"), id="b3", size=(10.0, 10.0, 0.7))
+    error = _refusal(_with(s, big, drop=("box_r0_3",)))
+    assert (
+        error.message
+        == "object 'b3' is 10.00 × 10.00 m; the model's boxes are 0.30 × 0.30 m (± 0.05 m)"
+    )
+
+
+@pytest.mark.parametrize("xy", [(-50.0, -50.0), (1e300, 1.0), (4.5, -0.2), (9.3, 4.5)])
+def test_a_box_outside_the_map_is_refused_not_clamped(xy: tuple[float, float]) -> None:
+    s = _scene()
+    box = dataclasses.replace(_obj(s, "box_r0_3"), pose=(*xy, 0.0))
+    error = _refusal(_with(s, box))
+    assert error.code == ErrorCode.INVALID_SCENE and "outside the map" in error.message
+
+
+def test_a_box_in_the_outer_wall_is_refused() -> None:
+    s = _scene()
+    box = dataclasses.replace(_obj(s, "box_r0_3"), pose=(0.1, 2.3, 0.0))
+    error = _refusal(_with(s, box))
+    assert error.code == ErrorCode.INVALID_SCENE and "wall" in error.message
+
+
+def test_a_box_on_the_robot_is_refused() -> None:
+    s = _scene()
+    box = dataclasses.replace(_obj(s, "box_r0_3"), pose=(1.4, 0.84, 0.0))
+    error = _refusal(_with(s, box))
+    assert error.code == ErrorCode.INVALID_SCENE and "robot" in error.message
+
+
+def test_two_boxes_at_one_spot_are_refused() -> None:
+    s = _scene()
+    twin = dataclasses.replace(_obj(s, "box_r0_3"), id="crate")
+    error = _refusal(_with(s, twin))
+    assert error.code == ErrorCode.INVALID_SCENE
+    assert "crate" in error.message and "box_r0_3" in error.message
+
+
+@pytest.mark.parametrize(
+    "pose", [(0.1, 1.5, 0.0), (2.8, 0.5, 0.0), (2.6, 0.5, math.pi / 4)], ids=str
+)
+def test_the_robot_in_a_wall_is_refused(pose: tuple[float, float, float]) -> None:
+    error = _refusal(dataclasses.replace(_scene(), robot_pose=pose))
+    assert error.code == ErrorCode.INVALID_SCENE and "robot" in error.message
+
+
+@pytest.mark.parametrize("frame", ["odom", "base_link", ""])
+def test_a_scene_in_another_frame_is_refused(frame: str) -> None:
+    error = _refusal(dataclasses.replace(_scene(), frame_id=frame))
+    assert error.code == ErrorCode.INVALID_SCENE and "'map'" in error.message
+
+
+def test_the_frame_is_a_parameter() -> None:
+    s = dataclasses.replace(_scene(), frame_id="odom")
+    task, _ = task_from_scene(s, frame_id="odom")
+    assert task.boxes == task_from_scene(_scene())[0].boxes
+    assert "'odom'" in _refusal(_scene(), frame_id="odom").message
+
+
+def _wall(object_id: str, x: float, y: float, sx: float, sy: float) -> SceneObject:
+    return SceneObject(object_id, "wall", (x, y, 0.0), (sx, sy, 1.0), False)
+
+
+def _walls_the_model_would_not_have() -> dict[str, Scene]:
+    s = _scene()
+    w4, w6 = _obj(s, "wall_4"), _obj(s, "wall_6")
+    return {
+        "in the middle of a room": _with(s, _wall("mid", 1.5, 2.0, 1.0, 0.1)),
+        "too thick": _with(s, dataclasses.replace(w4, size=(0.3, 3.0, 1.0))),
+        "off the boundary by 4 cm": _with(s, dataclasses.replace(w4, pose=(3.04, 1.5, 0.0))),
+        "off the boundary by 50 cm": _with(s, dataclasses.replace(w4, pose=(3.5, 1.5, 0.0))),
+        "turned 30 degrees": _with(s, dataclasses.replace(w4, pose=(3.0, 1.5, math.pi / 6))),
+        "a doorway 0.8 m wide": _with(s, _wall("narrow", 0.699, 3.0, 0.2, 0.1)),
+        "a doorway 1.3 m wide": _with(s, _wall("wall_6", 2.4495, 3.0, 1.101, 0.1)),
+        "a second gap, 0.4 m": _with(
+            s, _wall("wall_4", 3.0, 0.65, 0.1, 1.3), _wall("w4b", 3.0, 2.35, 0.1, 1.3)
+        ),
+        "a second gap, 0.6 m": _with(
+            s, _wall("wall_4", 3.0, 0.6, 0.1, 1.2), _wall("w4b", 3.0, 2.4, 0.1, 1.2)
+        ),
+        "the outer wall missing": _with(s, drop=("wall_0",)),
+        "zero size": _with(s, _wall("dot", 3.0, 1.5, 0.0, 0.0)),
+        "outside the map": _with(s, _wall("far", 50.0, 50.0, 1.0, 0.1)),
+        "absurdly long": _with(s, dataclasses.replace(w6, size=(1e300, 0.1, 1.0))),
+        "movable": _with(s, dataclasses.replace(w4, movable=True)),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_walls_the_model_would_not_have()))
+def test_walls_the_model_would_not_have_are_refused(case: str) -> None:
+    error = _refusal(_walls_the_model_would_not_have()[case])
+    assert error.code == ErrorCode.INVALID_SCENE, error.message
+
+
+def test_doorway_messages_give_the_width_and_the_model_s() -> None:
+    error = _refusal(_walls_the_model_would_not_have()["a doorway 0.8 m wide"])
+    assert "rooms 0 and 3" in error.message and "0.80 m" in error.message
+    assert "1.00 m" in error.message
+
+
+def test_the_goal_in_a_wall_is_refused() -> None:
+    s = dataclasses.replace(_scene(), goal_object_id="", goal_xy=(8.98, 7.5))
+    error = _refusal(_with(s, drop=("goal",)))
+    assert error.code == ErrorCode.UNREACHABLE_GOAL and "wall" in error.message
+
+
+def test_the_goal_in_a_box_is_refused() -> None:
+    # A box of room 5 in the doorway to the goal room (door 5-8 at x 6.82, y 6), the goal
+    # given as a pose just inside the goal room, under the box.
+    s = dataclasses.replace(_scene(), goal_object_id="", goal_xy=(6.815, 6.1))
+    box = SceneObject("crate", "box", (6.815, 5.99, 0.0), (0.3, 0.3, 0.7), True)
+    error = _refusal(_with(s, box, drop=("goal",)))
+    assert error.code == ErrorCode.UNREACHABLE_GOAL and "crate" in error.message
+
+
+def test_a_goal_object_larger_than_the_model_s_is_refused() -> None:
+    s = _scene()
+    error = _refusal(_with(s, dataclasses.replace(_obj(s, "goal"), size=(1.0, 1.0, 1.0))))
+    assert error.code == ErrorCode.INVALID_SCENE and "goal" in error.message
+
+
+def test_a_box_turned_off_the_axes_is_refused() -> None:
+    s = _scene()
+    box = _obj(s, "box_r0_3")
+    turned = dataclasses.replace(box, pose=(box.pose[0], box.pose[1], math.pi / 4))
+    error = _refusal(_with(s, turned))
+    assert error.code == ErrorCode.INVALID_SCENE and "45" in error.message
+
+
+def test_a_box_turned_by_a_right_angle_swaps_its_extents() -> None:
+    settings = NamoSettings(box_size=(0.4, 0.2, 0.7))
+    task = generate_task(5, 5, settings)
+    s = scene_from_task(task)
+    box = next(o for o in s.objects if o.object_class == "box")
+    lying = dataclasses.replace(box, size=(0.2, 0.4, 0.7))
+    upright = dataclasses.replace(lying, pose=(box.pose[0], box.pose[1], -math.pi / 2))
+    assert task_from_scene(_with(s, upright), settings)[0].boxes == task.boxes
+    assert _refusal(_with(s, lying), settings=settings).code == ErrorCode.INVALID_SCENE
+
+
+def test_small_differences_within_the_tolerances_are_accepted() -> None:
+    s = _scene()
+    box, w4 = _obj(s, "box_r0_3"), _obj(s, "wall_4")
+    near = _with(
+        s,
+        dataclasses.replace(box, size=(0.34, 0.27, 0.71), pose=(*box.pose[:2], math.radians(2))),
+        dataclasses.replace(w4, pose=(3.01, 1.5, math.pi / 2), size=(3.0, 0.12, 2.5)),
+        _wall("wall_5", 0.2795, 3.0, 0.559, 0.1),  # the 0-3 doorway 1.04 m wide
+    )
+    task, slots = task_from_scene(near)
+    assert slots == task_from_scene(s)[1]
+    assert {(b.name, b.x, b.y) for b in task.boxes} == {
+        (b.name, b.x, b.y) for b in task_from_scene(s)[0].boxes
+    }
+
+
+def test_touching_boxes_are_accepted() -> None:
+    s = _scene()
+    box = _obj(s, "box_r0_3")
+    beside = dataclasses.replace(box, id="crate", pose=(box.pose[0] + 0.3, box.pose[1], 0.0))
+    task, _ = task_from_scene(_with(s, beside))
+    assert len(task.boxes) == len(task_from_scene(s)[0].boxes) + 1
+
+
+@pytest.mark.parametrize("config", [None, "namo-grid4.yaml", "namo-cluttered.yaml"])
+def test_generated_tasks_round_trip_unchanged(config: str | None, artifacts: Path) -> None:
+    """Every train and test task of a configuration: the same task, the same slots."""
+    path = None if config is None else CONFIG / config
+    pipe = Pipeline.create("namo", path, artifacts)
+    settings = world_settings(pipe.config)
+    for split in ("train", "test"):
+        for i in range(len(pipe.tasks(split))):
+            task = pipe.task(split, i)
+            back, slot_of = task_from_scene(scene_from_task(task), settings, task.task_id)
+            assert slot_of == {b.name: b.name for b in task.boxes}
+            assert back.boxes == task.boxes and back.start == task.start
+            assert back.goal == task.goal and back.settings == task.settings
+            assert [(d.a, d.b, d.vertical_wall) for d in back.doors] == [
+                (d.a, d.b, d.vertical_wall) for d in task.doors
+            ]
+            for d, e in zip(task.doors, back.doors, strict=True):
+                assert math.isclose(d.x, e.x, abs_tol=1e-9)
+                assert math.isclose(d.y, e.y, abs_tol=1e-9)
+
+
+def test_the_tolerances_stay_inside_the_planner_s_clearance() -> None:
+    """A real box or wall reaches at most half the size tolerance, or the wall tolerance,
+    beyond its model: less than the clearance every planned motion keeps from the model."""
+    from camp_planner.domains.namo.tamp import PLAN_MARGIN
+
+    assert SIZE_TOLERANCE / 2 < PLAN_MARGIN and WALL_TOLERANCE < PLAN_MARGIN

@@ -1,7 +1,10 @@
 """Scenes as a perception stack reports them, as plain data, and their validation.
 
 Mirrors ``camp_msgs/msg/SceneObservation`` without depending on ROS: poses are planar
-(x, y, yaw) in the scene's frame, sizes are bounding-box extents in metres.
+(x, y, yaw) in the scene's frame (``frame_id``, a goal pose included), sizes are bounding-box
+extents in metres. What a domain's model can represent is checked by its adapter (NAMO:
+:func:`camp_planner.domains.namo.scene_io.task_from_scene`); this module checks what every
+scene needs.
 """
 
 from __future__ import annotations
@@ -48,8 +51,19 @@ def _finite(values: Iterable[float], what: str) -> None:
         raise ServiceError(ErrorCode.INVALID_SCENE, f"{what} has a NaN or infinite value")
 
 
-def validate_scene(scene: Scene, need_goal: bool = True) -> None:
-    """Raise :class:`ServiceError` naming the first problem of ``scene``."""
+def validate_scene(scene: Scene, need_goal: bool = True, frame_id: str = "map") -> None:
+    """Raise :class:`ServiceError` naming the first problem of ``scene``, which must be given
+    in frame ``frame_id`` (the planner's map frame).
+
+    An empty frame id is refused too: a scene must say what its poses are relative to (the
+    ROS converter reads an empty message header as ``map``; that is the converter's rule)."""
+    if scene.frame_id != frame_id:
+        given = f"frame '{scene.frame_id}'" if scene.frame_id else "no frame"
+        raise ServiceError(
+            ErrorCode.INVALID_SCENE,
+            f"the scene is given in {given}; the planner works in frame '{frame_id}' "
+            "(transform the scene into it)",
+        )
     _finite(scene.robot_pose, "the robot pose")
     if not scene.objects:
         raise ServiceError(ErrorCode.EMPTY_SCENE, "the scene has no objects (not even walls)")
