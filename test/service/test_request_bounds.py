@@ -89,3 +89,15 @@ def test_plan_refuses_out_of_range_numbers_before_any_work(service: CampService)
     scene = scene_from_task(service.pipe.task("test", 4))
     assert _code(lambda: service.plan(scene, lam=math.inf)) == ErrorCode.INVALID_REQUEST
     assert _code(lambda: service.plan(scene, timeout_s=1e10)) == ErrorCode.INVALID_REQUEST
+
+
+@pytest.mark.pybullet
+@pytest.mark.slow
+def test_scenes_must_be_in_the_services_frame(service: CampService) -> None:
+    scene = scene_from_task(service.pipe.task("test", 4))
+    service.frame_id = "odom"
+    try:
+        assert _code(lambda: service.select(scene)) == ErrorCode.INVALID_SCENE
+        assert service.select(dataclasses.replace(scene, frame_id="odom")).context is not None
+    finally:
+        service.frame_id = "map"

@@ -219,6 +219,15 @@ def test_the_frame_is_a_parameter() -> None:
     assert "'odom'" in _refusal(_scene(), frame_id="odom").message
 
 
+def test_a_goal_pose_in_another_frame_than_the_scene_is_refused() -> None:
+    s = _scene()
+    rest = tuple(o for o in s.objects if o.id != s.goal_object_id)
+    goal = dataclasses.replace(s, objects=rest, goal_object_id="", goal_xy=(7.5, 7.5))
+    task_from_scene(dataclasses.replace(goal, goal_frame_id="map"))
+    error = _refusal(dataclasses.replace(goal, goal_frame_id="odom"))
+    assert error.code == ErrorCode.INVALID_SCENE and "'odom'" in error.message
+
+
 def _wall(object_id: str, x: float, y: float, sx: float, sy: float) -> SceneObject:
     return SceneObject(object_id, "wall", (x, y, 0.0), (sx, sy, 1.0), False)
 

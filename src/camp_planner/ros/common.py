@@ -46,6 +46,7 @@ def declare_service_params(node: Node) -> dict[str, Any]:
     node.declare_parameter("selector_bundle", "")
     node.declare_parameter("artifacts", "artifacts")
     node.declare_parameter("planner", "tamp")
+    node.declare_parameter("frame_id", "map")
     from camp_planner.ros.bringup import resolve_path
 
     config = str(node.get_parameter("config_file").value)
@@ -57,6 +58,7 @@ def declare_service_params(node: Node) -> dict[str, Any]:
         "bundle_path": resolve_path(bundle) if bundle and bundle != "none" else None,
         "artifacts": Path(str(node.get_parameter("artifacts").value)),
         "planner": str(node.get_parameter("planner").value),
+        "frame_id": str(node.get_parameter("frame_id").value),
     }
 
 

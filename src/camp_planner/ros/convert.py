@@ -59,6 +59,8 @@ def scene_from_msg(msg: SceneObservation) -> Scene:
         for o in msg.objects
     )
     goal_xy = None
+    # A goal pose counts as given when its header names a frame (an empty PoseStamped is
+    # "no goal pose"); that frame must be the scene's, which validation checks.
     if not msg.goal_object_id and msg.goal_pose.header.frame_id:
         goal_xy = (float(msg.goal_pose.pose.position.x), float(msg.goal_pose.pose.position.y))
     return Scene(
@@ -69,6 +71,7 @@ def scene_from_msg(msg: SceneObservation) -> Scene:
         goal_xy=goal_xy,
         task_features=tuple(float(v) for v in msg.task_features),
         frame_id=msg.header.frame_id or "map",
+        goal_frame_id=msg.goal_pose.header.frame_id if goal_xy is not None else "",
     )
 
 

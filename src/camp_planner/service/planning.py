@@ -42,6 +42,7 @@ class CampService:
         artifacts: Path = Path("artifacts"),
         planner: str = "tamp",
         max_fallbacks: int = 2,
+        frame_id: str = "map",
     ) -> None:
         if domain not in SCENE_DOMAINS:
             raise ServiceError(
@@ -56,6 +57,7 @@ class CampService:
         self.planner = planner
         self.pipe.planner_settings(planner)  # unknown planner: a clear error now
         self.max_fallbacks = max_fallbacks
+        self.frame_id = frame_id  # the map frame every scene must be given in
         self.bundle_error = "no selector bundle configured"
         self.method: CampMethod | None = None
         if bundle_path is not None and str(bundle_path):
@@ -109,7 +111,7 @@ class CampService:
         from camp_planner.domains.namo.domain import world_settings
         from camp_planner.domains.namo.scene_io import task_from_scene
 
-        return task_from_scene(scene, world_settings(self.pipe.config))
+        return task_from_scene(scene, world_settings(self.pipe.config), frame_id=self.frame_id)
 
     @staticmethod
     def allowed_regions(

@@ -38,6 +38,7 @@ class Scene:
     task_features: tuple[float, ...] = ()
     frame_id: str = "map"
     scene_id: str = field(default="", compare=False)
+    goal_frame_id: str = ""  # the frame ``goal_xy`` was given in ("": the scene's)
 
     def object(self, object_id: str) -> SceneObject:
         for obj in self.objects:
@@ -79,6 +80,12 @@ def validate_scene(scene: Scene, need_goal: bool = True, frame_id: str = "map") 
             raise ServiceError(ErrorCode.INVALID_SCENE, f"object '{obj.id}' has a negative size")
     if scene.goal_xy is not None:
         _finite(scene.goal_xy, "the goal pose")
+        if scene.goal_frame_id not in ("", scene.frame_id):
+            raise ServiceError(
+                ErrorCode.INVALID_SCENE,
+                f"the goal pose is given in frame '{scene.goal_frame_id}', the scene in "
+                f"'{scene.frame_id}' (transform the goal into the scene's frame)",
+            )
     _finite(scene.task_features, "the task features")
     if need_goal:
         if scene.goal_object_id:
