@@ -55,3 +55,39 @@ def test_unsupported_requirements_and_missing_files_are_clear_errors(
     assert "cannot read PDDL file" in capsys.readouterr().err
     assert main(["contexts", "--pddl-problems", str(COURIER / "p1.pddl")]) == 2
     assert "need --pddl-domain" in capsys.readouterr().err
+
+
+SHORTCUT = """
+(define (domain shortcut)
+  (:requirements :strips :action-costs)
+  (:predicates (s0) (s1) (s2) (s3) (done))
+  (:functions (total-cost) - number)
+  (:action expensive :parameters () :precondition (s0)
+    :effect (and (done) (increase (total-cost) 10)))
+  (:action c1 :parameters () :precondition (s0)
+    :effect (and (s1) (not (s0)) (increase (total-cost) 1)))
+  (:action c2 :parameters () :precondition (s1)
+    :effect (and (s2) (not (s1)) (increase (total-cost) 1)))
+  (:action c3 :parameters () :precondition (s2)
+    :effect (and (s3) (not (s2)) (increase (total-cost) 1)))
+  (:action c4 :parameters () :precondition (s3)
+    :effect (and (done) (not (s3)) (increase (total-cost) 1))))
+"""
+
+
+@pytest.mark.fast_downward
+@pytest.mark.parametrize(("metric", "steps", "expected"), [(False, 1, -1.0), (True, 4, -4.0)])
+def test_the_return_charges_the_problems_own_metric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], metric: bool, steps: int, expected: float
+) -> None:
+    # Without (:metric minimize (total-cost)) Fast Downward minimises plan length and takes
+    # the expensive shortcut: the return must charge that length, not the action costs.
+    (tmp_path / "domain.pddl").write_text(SHORTCUT)
+    (tmp_path / "p.pddl").write_text(
+        "(define (problem p) (:domain shortcut) (:init (s0) (= (total-cost) 0)) (:goal (done))"
+        + (" (:metric minimize (total-cost)))" if metric else ")")
+    )
+    files = ["--pddl-domain", str(tmp_path / "domain.pddl")]
+    files += ["--pddl-problems", str(tmp_path / "p.pddl"), "--artifacts", str(tmp_path / "a")]
+    result = _run(capsys, "plan", *files, "--planner", "fast_downward", "--pure")
+    assert result["success"] and (result["steps"], result["return"]) == (steps, expected)

@@ -8,6 +8,7 @@ import pytest
 
 from camp_planner.core.camp import CAMP
 from camp_planner.core.context import Context, Term
+from camp_planner.core.errors import CampError
 from camp_planner.core.objective import run_episode
 from camp_planner.pddl.export import export
 from camp_planner.pddl.grounding import ground
@@ -59,3 +60,14 @@ def test_fast_downward_solves_the_exported_camp() -> None:
     )
     assert result.success and [a[0] for a in result.actions] == ["switch()", "read()"]
     assert result.discounted_return == -3.0
+
+
+def test_a_fractional_cost_is_refused_not_rounded() -> None:
+    # Rounding would have Fast Downward optimise costs the return does not charge (its
+    # translator refuses decimals in the lifted files as well).
+    domain = parse_domain(
+        DOMAIN.replace("(lit) (increase (total-cost) 2)", "(lit) (increase (total-cost) 2.5)")
+    )
+    mdp = StripsMDP.from_task(ground(domain, parse_problem(PROBLEM, "p.pddl", domain)), "l", 10)
+    with pytest.raises(CampError, match=r"read\(\) costs 2\.5: .*whole-number"):
+        export(mdp)

@@ -127,7 +127,8 @@ def test_missing_cost_value_names_the_term() -> None:
         _delivery(problem)
 
 
-def test_no_action_costs_means_zero_cost() -> None:
+def test_without_a_metric_every_operator_costs_one() -> None:
+    # Plan length is the objective then, as Fast Downward counts it (test_metric.py).
     domain = parse_domain(
         "(define (domain d) (:predicates (p ?x) (q ?x))"
         " (:action a :parameters (?x) :precondition (p ?x) :effect (q ?x)))"
@@ -137,7 +138,7 @@ def test_no_action_costs_means_zero_cost() -> None:
     )
     task = ground(domain, problem)
     assert task.fluents == ("q(o)",)
-    assert [(op.name, op.cost, op.pre_pos) for op in task.operators] == [("a(o)", 0.0, frozenset())]
+    assert [(op.name, op.cost, op.pre_pos) for op in task.operators] == [("a(o)", 1.0, frozenset())]
     assert task.init == frozenset()
 
 

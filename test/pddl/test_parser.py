@@ -241,6 +241,19 @@ MALFORMED_DOMAINS = {
         "(define (domain d) (:predicates (p)) (:derived (p) (p)))",
         "unsupported domain section :derived",
     ),
+    # float() of 400 digits is inf, which used to pass as a cost and crash the export.
+    "cost too large": (
+        "(define (domain d) (:requirements :action-costs) (:predicates (p))"
+        " (:functions (total-cost) - number)"
+        f" (:action a :effect (and (p) (increase (total-cost) {'9' * 400}))))",
+        "is too large",
+    ),
+    # Used to escape as a RecursionError.
+    "nested too deeply": (
+        "(define (domain d) (:predicates (p))"
+        f" (:action a :precondition {'(and ' * 5000}(p){')' * 5000} :effect (p)))",
+        "nested too deeply",
+    ),
 }
 
 
@@ -284,6 +297,10 @@ MALFORMED_PROBLEMS = {
     "bad metric": (
         "(define (problem p) (:domain d) (:goal (at hall)) (:metric maximize (total-cost)))",
         "unsupported metric",
+    ),
+    "nested too deeply": (
+        _problem("", goal=f"{'(and ' * 5000}(at hall){')' * 5000}"),
+        "nested too deeply",
     ),
 }
 

@@ -4,6 +4,10 @@ and version, and training metadata.
 Stored with ``torch.save`` and read back with ``weights_only=True`` (no pickled code runs on
 load); everything but tensors is kept as one JSON string. Loading a corrupt file, a bundle of
 another domain, or one written by an incompatible format gives a clear :class:`CampError`.
+So does a bundle whose parts disagree: the saved weights must have exactly the shapes of the
+network its settings describe (checked on torch's ``meta`` device, which allocates nothing,
+so a damaged layer width cannot make loading allocate gigabytes), and every saved number
+must be finite.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import torch
 from camp_planner.core.context_space import ContextSpace
 from camp_planner.core.csi import CSIResult
 from camp_planner.core.errors import CampError
-from camp_planner.learning.selector import ContextSelector, SelectorConfig
+from camp_planner.learning.selector import ContextSelector, SelectorConfig, build_network
 
 BUNDLE_FORMAT = 1
 # Bundles that ship inside the package, as ``<domain>-<planner>.pt``.
@@ -86,12 +90,19 @@ def load_bundle(path: Path, domain: str | None = None, domain_version: str | Non
         raise CampError(f"no selector bundle at {path}; run `camp train` first")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
-        meta = json.loads(payload["meta"])
-        state = payload["selector"]
     except Exception as exc:  # torch raises many types for a damaged file
         raise CampError(
             f"selector bundle {path} is corrupt or not a bundle ({exc.__class__.__name__})"
         ) from exc
+    if not isinstance(payload, dict) or not isinstance(payload.get("meta"), str):
+        raise CampError(f"selector bundle {path} is corrupt or not a bundle (no metadata)")
+    try:
+        meta = json.loads(payload["meta"])
+    except ValueError as exc:
+        raise CampError(f"selector bundle {path} is corrupt: its metadata is not JSON") from exc
+    state = payload.get("selector")
+    if not isinstance(meta, dict):
+        raise CampError(f"selector bundle {path} is corrupt: its metadata is not a JSON object")
     if meta.get("format") != BUNDLE_FORMAT:
         raise CampError(
             f"selector bundle {path} has format {meta.get('format')!r}; this camp_planner reads "
@@ -107,21 +118,88 @@ def load_bundle(path: Path, domain: str | None = None, domain_version: str | Non
             f"this is version {domain_version}: retrain with `camp train`"
         )
     try:
+        for key in ("domain", "domain_version"):
+            if not isinstance(meta[key], str):
+                raise CampError(f"malformed {key} {meta[key]!r}")
+        metadata = meta.get("metadata", {})
+        if not isinstance(metadata, dict):
+            raise CampError(f"malformed metadata {metadata!r}")
         space = ContextSpace.from_json(meta["contexts"])
         csis = {r.context.id: r for r in (CSIResult.from_json(d) for d in meta["csis"])}
-        selector = ContextSelector(
-            tuple(meta["input_shape"]),
-            len(space),
-            SelectorConfig.from_mapping(meta["selector_config"]),
-        )
-    except (KeyError, TypeError) as exc:
+        cfg = SelectorConfig.from_mapping(meta["selector_config"])
+        input_shape = _input_shape(meta["input_shape"])
+        weights = _checked_state(state, input_shape, len(space), cfg)
+        selector = ContextSelector(input_shape, len(space), cfg)
+    except KeyError as exc:
         raise CampError(f"selector bundle {path} is missing {exc}") from exc
-    selector.load_state(state)
+    except CampError as exc:
+        raise CampError(f"selector bundle {path} is malformed: {exc}") from exc
+    except (TypeError, ValueError, RuntimeError) as exc:
+        # Well-formed JSON of the wrong shape: a list where a mapping belongs, a seed torch
+        # cannot take, settings that describe no network.
+        raise CampError(f"selector bundle {path} is malformed: {exc}") from exc
+    selector.load_state(weights)
     return Bundle(
-        domain=str(meta["domain"]),
-        domain_version=str(meta["domain_version"]),
+        domain=meta["domain"],
+        domain_version=meta["domain_version"],
         space=space,
         csis=csis,
         selector=selector,
-        metadata=dict(meta.get("metadata", {})),
+        metadata=dict(metadata),
     )
+
+
+def _input_shape(value: Any) -> tuple[int, ...]:
+    if not (
+        isinstance(value, list)
+        and 1 <= len(value) <= 3
+        and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in value)
+    ):
+        raise CampError(f"input_shape {value!r} is not 1 to 3 positive whole numbers")
+    return tuple(value)
+
+
+def _checked_state(
+    state: Any, input_shape: tuple[int, ...], n_contexts: int, cfg: SelectorConfig
+) -> dict[str, Any]:
+    """``state`` (feature statistics as float32), once it is known to hold finite float
+    tensors of exactly the shapes the selector the other fields describe has (else a
+    :class:`CampError`)."""
+    if not isinstance(state, dict) or not isinstance(state.get("weights"), dict):
+        raise CampError("no weights mapping")
+    tensors: dict[str, Any] = {**state["weights"]}
+    for key in ("mean", "std"):
+        if key not in state:
+            raise CampError(f"no feature {key}")
+        tensors[f"feature {key}"] = state[key]
+    try:
+        with torch.device("meta"):
+            probe = build_network(input_shape, n_contexts, cfg)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise CampError(f"its settings describe no network ({exc})") from None
+    expected = {name: tuple(t.shape) for name, t in probe.state_dict().items()}
+    expected["feature mean"] = expected["feature std"] = input_shape
+    if set(tensors) != set(expected):
+        missing = sorted(map(str, set(expected) - set(tensors)))
+        extra = sorted(map(str, set(tensors) - set(expected)))
+        raise CampError(
+            f"the weights do not fit the network (missing {missing}, unexpected {extra})"
+        )
+    for name, tensor in tensors.items():
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
+            raise CampError(f"{name} is not a float tensor")
+        if tuple(tensor.shape) != expected[name]:
+            raise CampError(
+                f"{name} has shape {tuple(tensor.shape)}, the network needs {expected[name]}"
+            )
+        if not bool(torch.isfinite(tensor).all()):
+            raise CampError(f"{name} holds NaN or infinite values")
+    if not bool((tensors["feature std"] > 0).all()):
+        raise CampError("the feature std must be positive")
+    # The selector normalises float32 features with these: other float types would make
+    # every prediction fail later on a dtype mismatch.
+    return {
+        "weights": state["weights"],
+        "mean": tensors["feature mean"].float(),
+        "std": tensors["feature std"].float(),
+    }

@@ -17,6 +17,7 @@ only what survives; :class:`ExportedProblem` reports how much that is.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,9 @@ from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.core.mdp import FactoredMDP, State
 from camp_planner.pddl.mdp import StripsMDP
+
+# The largest action cost Fast Downward can read (a C++ int).
+MAX_COST = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,7 @@ def export(mdp: FactoredMDP, state: State | None = None) -> ExportedProblem:
         negative = negative or bool(negated)
         pre += negated
         eff = [f"({names[i]})" for i in adds] + [f"(not ({names[i]}))" for i in dels]
-        eff.append(f"(increase (total-cost) {_cost(op.cost)})")
+        eff.append(f"(increase (total-cost) {_cost(op.cost, op.name)})")
         pddl_name = _name(f"a{len(actions)}-{op.name}")
         action_names[pddl_name] = op.name
         objects.update(op.args)
@@ -156,11 +160,22 @@ def export(mdp: FactoredMDP, state: State | None = None) -> ExportedProblem:
     )
 
 
-def _cost(value: float) -> int:
-    # Fast Downward takes integer costs; PDDL costs given as decimals are rounded.
+def _cost(value: float, op_name: str) -> int:
     if value < 0:
-        raise CampError(f"negative action cost {value}: classical planners need costs ≥ 0")
-    return round(value)
+        raise CampError(f"{op_name} costs {value}: classical planners need costs ≥ 0")
+    # Fast Downward takes whole-number costs only (its translator refuses the user's lifted
+    # files with decimals too); rounding would have it optimise costs the return does not
+    # charge.
+    if not math.isfinite(value) or not float(value).is_integer():
+        raise CampError(
+            f"{op_name} costs {value}: Fast Downward plans with whole-number action costs only"
+        )
+    if value > MAX_COST:
+        raise CampError(
+            f"{op_name} costs {value:.0f}: Fast Downward reads costs as 32-bit integers "
+            f"(at most {MAX_COST})"
+        )
+    return int(value)
 
 
 def lifted_plan_names(lines: Sequence[str]) -> list[str]:

@@ -33,7 +33,11 @@ Binding = dict[str, str]
 
 @dataclass(frozen=True)
 class GroundOperator:
-    """A ground action; the frozensets hold indices into :attr:`GroundTask.fluents`."""
+    """A ground action; the frozensets hold indices into :attr:`GroundTask.fluents`.
+
+    ``cost`` is its cost under the problem's metric: the action cost when the problem says
+    ``(:metric minimize (total-cost))``, otherwise 1, so that plan length is minimised.
+    """
 
     name: str
     schema: str
@@ -244,20 +248,30 @@ def _members_by_type(domain: DomainDef, objects: Mapping[str, str]) -> dict[str,
 
 
 def _cost(action: ActionDef, binding: Binding, problem: ProblemDef, op_name: str) -> float:
+    """The operator's cost under the problem's metric: its action cost with
+    ``(:metric minimize (total-cost))``, else 1 (plan length).
+
+    This is what Fast Downward optimises on the user's own files (without a metric it ignores
+    action costs), so the MDP's return, the exported CAMPs and the lifted full task all agree
+    on one objective. The action costs are checked either way, so a broken cost is refused
+    whether or not the metric uses it.
+    """
     amount = action.cost
     if amount is None:
-        return 0.0
-    if isinstance(amount, FunctionTerm):
+        value = 0.0
+    elif isinstance(amount, FunctionTerm):
         term = FunctionTerm(amount.name, tuple(binding.get(a, a) for a in amount.args))
-        value = problem.function_values.get(term)
-        if value is None:
+        found = problem.function_values.get(term)
+        if found is None:
             raise CampError(
                 f"{problem.source}: no value for {term} in :init (the cost of {op_name})"
             )
-        if value < 0:
-            raise CampError(f"{problem.source}: negative cost {term} = {value} of {op_name}")
-        return value
-    return amount
+        if found < 0:
+            raise CampError(f"{problem.source}: negative cost {term} = {found} of {op_name}")
+        value = found
+    else:
+        value = amount
+    return value if problem.minimize_total_cost else 1.0
 
 
 def ground(domain: DomainDef, problem: ProblemDef) -> GroundTask:

@@ -3,8 +3,10 @@
 State variables are the ground fluents (0 or 1); the one action variable ``op`` holds the
 ground operator's name (``noop`` does nothing). The transition model is STRIPS semantics
 (an inapplicable operator changes nothing, so every state–action pair can be simulated, which
-CSI learning needs); the reward of an operator is minus its action cost, plus
-``goal_reward`` on the step that first reaches the goal; the goal is terminal.
+CSI learning needs); the reward of an operator is minus its cost under the problem's metric
+(its action cost with ``(:metric minimize (total-cost))``, else 1, as Fast Downward counts it;
+see :func:`camp_planner.pddl.grounding.ground`), plus ``goal_reward`` on the step that first
+reaches the goal; the goal is terminal.
 
 Samples for CSI learning pair a random operator with a state reached by a random walk from
 the initial state and then forced to satisfy that operator's preconditions: a walk alone

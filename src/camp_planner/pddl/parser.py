@@ -8,6 +8,7 @@ is loaded instead of being silently misread. Names are case-insensitive and kept
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,8 @@ TOTAL_COST = "total-cost"
 _TOKEN_RE = re.compile(r"\s+|;[^\n]*|[()]|[^\s();]+")
 _NAME_RE = re.compile(r"[a-z][a-z0-9_\-]*\Z")
 _VARIABLE_RE = re.compile(r"\?[a-z][a-z0-9_\-]*\Z")
-_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?\Z")
+# ASCII digits only: \d would also take other scripts' digits, which Fast Downward cannot read.
+_NUMBER_RE = re.compile(r"-?[0-9]+(?:\.[0-9]+)?\Z")
 # Connectives of richer fragments: naming them in the error beats "unknown predicate or".
 _UNSUPPORTED_CONNECTIVES = frozenset({"or", "imply", "exists", "forall", "when"})
 _NUMERIC_EFFECTS = frozenset({"increase", "decrease", "assign", "scale-up", "scale-down"})
@@ -241,7 +243,11 @@ class _Reader:
         token = self.as_token(node, what)
         if not _NUMBER_RE.match(token.text):
             self.fail(token, f"expected {what}, found {_show(token)}")
-        return float(token.text)
+        value = float(token.text)
+        if not math.isfinite(value):
+            # Hundreds of digits: float() gives inf, which no cost sum or planner can use.
+            self.fail(token, f"the number {token.text[:20]}... is too large")
+        return value
 
     def head(self, node: SList, what: str) -> str:
         if not node.items or not isinstance(node.items[0], Token):
@@ -677,9 +683,18 @@ class _DomainReader(_Reader):
         )
 
 
+def _too_deep(source: str) -> CampError:
+    # Conditions, effects and goals are read recursively; a file nested thousands of levels
+    # deep exhausts Python's stack long before any real domain would.
+    return CampError(f"{source}: the PDDL is nested too deeply to read")
+
+
 def parse_domain(text: str, source: str = "<domain>") -> DomainDef:
     """Parse a PDDL domain; ``source`` (usually the file name) is used in error messages."""
-    return _DomainReader(source).read(text)
+    try:
+        return _DomainReader(source).read(text)
+    except RecursionError:
+        raise _too_deep(source) from None
 
 
 # --- problems --------------------------------------------------------------------------------
@@ -798,7 +813,10 @@ def parse_problem(
     text: str, source: str = "<problem>", domain: DomainDef | None = None
 ) -> ProblemDef:
     """Parse a PDDL problem; with ``domain``, also check it against that domain."""
-    problem = _ProblemReader(source).read(text)
+    try:
+        problem = _ProblemReader(source).read(text)
+    except RecursionError:
+        raise _too_deep(source) from None
     if domain is not None:
         check_problem(domain, problem)
     return problem
