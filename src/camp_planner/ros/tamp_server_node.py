@@ -21,6 +21,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from camp_msgs.action import PlanTask
+from camp_planner.ros.bringup import RCLError
 from camp_planner.ros.common import PLAN_ACTION, declare_service_params
 from camp_planner.ros.convert import plan_to_msg, scene_from_msg
 from camp_planner.service.errors import ErrorCode, ServiceError
@@ -90,9 +91,13 @@ class TampServerNode(Node):
         def feedback(now: str | None = None) -> None:
             with sent:
                 stage[0] = now or stage[0]
-                handle.publish_feedback(
-                    PlanTask.Feedback(stage=stage[0], elapsed=time.monotonic() - t0)
-                )
+                try:
+                    handle.publish_feedback(
+                        PlanTask.Feedback(stage=stage[0], elapsed=time.monotonic() - t0)
+                    )
+                except RCLError:
+                    if self.context.ok():
+                        raise  # a shutdown ends the publisher under the goal; nothing else may
 
         stop_beat = threading.Event()
 
@@ -121,18 +126,24 @@ class TampServerNode(Node):
             result = PlanResult.failure(
                 ErrorCode.SERVER_LOST, "tamp_server shut down while planning this goal"
             )
-            handle.abort()
-        elif result.code == ErrorCode.CANCELED:
-            handle.canceled()
-        elif result.success:
-            handle.succeed()
-        else:
-            handle.abort()
+        try:
+            if result.code == ErrorCode.CANCELED:
+                handle.canceled()
+            elif result.success:
+                handle.succeed()
+            else:
+                handle.abort()
+        except RCLError:
+            if self.context.ok():
+                raise
+            # Shut down under the goal: its client cannot be told any more, and notices the
+            # silence (camp_planner's server_lost_s).
         frame = goal.scene.header.frame_id or "map"
         first_line = result.message.splitlines()[0] if result.message else ""
         # ErrorCode.NONE is success; "NONE reached the goal" read as a failure in the log.
         status = "OK" if result.code == ErrorCode.NONE else result.code.name
-        self.get_logger().info(f"goal done: {status} {first_line}")
+        if self.context.ok():  # after a shutdown rosout is gone too
+            self.get_logger().info(f"goal done: {status} {first_line}")
         return self._result(result, frame)
 
     def _result(self, result: PlanResult, frame: str) -> PlanTask.Result:

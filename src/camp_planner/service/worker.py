@@ -94,7 +94,7 @@ def _serve(
     while True:
         try:
             message = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):  # the node closed the pipe, or died
             return
         if message is None:
             return
