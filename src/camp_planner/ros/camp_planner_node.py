@@ -363,7 +363,10 @@ class CampPlannerNode(Node):
             # A server that shut down cleanly leaves the graph at once: no need to wait for
             # its silence (a second's grace for discovery's own jitter).
             gone = lost_s > 0 and now - present > min(1.0, lost_s)
-            if now > deadline or (lost_s > 0 and silent > lost_s) or gone:
+            # A goal is answered in milliseconds; one sent to a server that was still being
+            # discovered (or to a killed one DDS still lists) is not answered at all.
+            unanswered = "handle" not in box and silent > min(GOAL_ANSWER_S, lost_s)
+            if now > deadline or (lost_s > 0 and (silent > lost_s or unanswered)) or gone:
                 handle = box.get("handle")
                 if handle is not None:
                     # A server that is alive but stuck must not keep planning a goal no one
@@ -387,6 +390,8 @@ class CampPlannerNode(Node):
         self.selection.destroy_node()
         super().destroy_node()
 
+
+GOAL_ANSWER_S = 2.0  # seconds a goal may wait to be accepted or rejected before it is re-sent
 
 # Parameter → (lowest, highest, what the bounds mean); checked at start and on every set.
 PARAMETER_RANGES: dict[str, tuple[float, float, str]] = {
