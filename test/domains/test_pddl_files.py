@@ -57,22 +57,7 @@ def test_unsupported_requirements_and_missing_files_are_clear_errors(
     assert "need --pddl-domain" in capsys.readouterr().err
 
 
-SHORTCUT = """
-(define (domain shortcut)
-  (:requirements :strips :action-costs)
-  (:predicates (s0) (s1) (s2) (s3) (done))
-  (:functions (total-cost) - number)
-  (:action expensive :parameters () :precondition (s0)
-    :effect (and (done) (increase (total-cost) 10)))
-  (:action c1 :parameters () :precondition (s0)
-    :effect (and (s1) (not (s0)) (increase (total-cost) 1)))
-  (:action c2 :parameters () :precondition (s1)
-    :effect (and (s2) (not (s1)) (increase (total-cost) 1)))
-  (:action c3 :parameters () :precondition (s2)
-    :effect (and (s3) (not (s2)) (increase (total-cost) 1)))
-  (:action c4 :parameters () :precondition (s3)
-    :effect (and (done) (not (s3)) (increase (total-cost) 1))))
-"""
+SHORTCUT = (Path(__file__).parents[1] / "pddl" / "data" / "shortcut-domain.pddl").read_text()
 
 
 @pytest.mark.fast_downward

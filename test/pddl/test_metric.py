@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 import pytest
 
@@ -21,22 +22,7 @@ from camp_planner.pddl.parser import parse_domain, parse_problem
 from camp_planner.planners.fast_downward import FastDownward
 
 # One expensive step straight to the goal, or a chain of four cheap ones.
-SHORTCUT = """
-(define (domain shortcut)
-  (:requirements :strips :action-costs)
-  (:predicates (s0) (s1) (s2) (s3) (done))
-  (:functions (total-cost) - number)
-  (:action expensive :parameters () :precondition (s0)
-    :effect (and (done) (increase (total-cost) 10)))
-  (:action c1 :parameters () :precondition (s0)
-    :effect (and (s1) (not (s0)) (increase (total-cost) 1)))
-  (:action c2 :parameters () :precondition (s1)
-    :effect (and (s2) (not (s1)) (increase (total-cost) 1)))
-  (:action c3 :parameters () :precondition (s2)
-    :effect (and (s3) (not (s2)) (increase (total-cost) 1)))
-  (:action c4 :parameters () :precondition (s3)
-    :effect (and (done) (not (s3)) (increase (total-cost) 1))))
-"""
+SHORTCUT = (Path(__file__).parent / "data" / "shortcut-domain.pddl").read_text()
 METRIC = " (:metric minimize (total-cost))"
 
 
