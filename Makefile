@@ -54,8 +54,10 @@ format: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
+# The investigations' tests are outside the default run (testpaths), so they run on their own.
 pytest: setup
 	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest research -m research
 
 test: lint typecheck pytest
 

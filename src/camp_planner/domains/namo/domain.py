@@ -146,7 +146,7 @@ class NamoDomain(Domain):
             # same plan costs the same on any machine, so a label names the context that saves
             # computation, not the luckiest run. Offline on eval v19's scores they recovered
             # 72 % of what a perfect choice saves, and in eval v20 CAMP did less work than pure
-            # planning beyond the noise (scripts/selector_study.py --measure work;
+            # planning beyond the noise (research/selector_study.py --measure work;
             # docs/results.md, "Hard labels on work"). The regression labels used before
             # (config/namo-regression-wall.yaml) compress those savings to nothing and keep
             # the universal context. The temperature is unused by hard labels; it stays so

@@ -615,7 +615,7 @@ class NamoTampInterface:
         In the whole world's bounds, most of RRT-Connect's samples land in other rooms and
         each costs a collision check, where a CAMP's forbidden rooms reject theirs unchecked
         (on a 7×7 world pure planning's OMPL queries took about twice as long per call as
-        the CAMP's: ``scripts/profile_namo.py``).
+        the CAMP's: ``research/profile_namo.py``).
         A failed result hands the motion to the caller's whole-world query, since a way
         round through another room may exist."""
         room = self.task.room_of(start[0], start[1])

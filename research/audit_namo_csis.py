@@ -8,7 +8,7 @@ paper's). It then lists the contexts whose CAMP drops every box of an allowed ro
 CAMP plans through boxes that are really there: its plans leave the verified path when
 executed, and planning falls back to another context.
 
-    .venv/bin/python scripts/audit_namo_csis.py [--config FILE] [--contexts space|route]
+    .venv/bin/python research/audit_namo_csis.py [--config FILE] [--contexts space|route]
         [--tasks 10] [--json out.json]
 """
 

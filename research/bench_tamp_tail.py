@@ -22,7 +22,7 @@ close to it can be seen before it is.
 Every finished run is appended to a checkpoint in ``artifacts/bench/`` as it ends: a killed
 run resumes from it when the same command is run again, and a completed run deletes it.
 
-    .venv/bin/python scripts/bench_tamp_tail.py [--eval-seeds 3] [--tasks 10] [--repeats 3]
+    .venv/bin/python research/bench_tamp_tail.py [--eval-seeds 3] [--tasks 10] [--repeats 3]
         [--planner tamp] [--timeout 60] [--config FILE] [--set key=value ...] [--json out.json]
 """
 

@@ -19,9 +19,9 @@ and what the rest of the planner costs.
 cProfile slows Python code (not PyBullet's or OMPL's own), so the times are larger than the
 benchmark's; compare the two columns, not a column with the benchmark.
 
-    .venv/bin/python scripts/profile_namo.py --config config/namo-grid7.yaml --task 4 \\
+    .venv/bin/python research/profile_namo.py --config config/namo-grid7.yaml --task 4 \\
         [--seed 0] [--context route] [--set relaxed=grid] [--min-share 0.03]
-    .venv/bin/python scripts/profile_namo.py --context selector --all-tasks --seeds 2
+    .venv/bin/python research/profile_namo.py --context selector --all-tasks --seeds 2
 """
 
 from __future__ import annotations
@@ -147,7 +147,8 @@ def _camp_planner(
             return run.result, run.first.name
 
         return selected
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    # The benchmark's contexts, so the profile is of the runs bench_namo.py times.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     from bench_namo import route_context, smallest_reachable_context
 
     choose = route_context if args.context == "route" else smallest_reachable_context

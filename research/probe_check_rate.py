@@ -9,7 +9,7 @@ It also prints the peak memory, the PyBullet clients still connected and the liv
 objects. If readings fall as the process ages, and stay low after ``gc.collect()``, the
 process is to blame. If they come and go, the machine is.
 
-    .venv/bin/python scripts/probe_check_rate.py [SECONDS] [--config config/namo-grid6.yaml]
+    .venv/bin/python research/probe_check_rate.py [SECONDS] [--config config/namo-grid6.yaml]
         [--timeout 30] [--set relaxed=ompl ...]
 """
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _probe(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
     # The rate is timed exactly as the benchmark times it.
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     from bench_namo import checks_per_second
 
     pipe = Pipeline.create("namo", args.config, args.artifacts)

@@ -13,7 +13,7 @@ Reads K independent scorings of the training (task, context) pairs that
   turn): how much a selector that knew each pair's mean over K-1 runs could win, with no
   run's luck counted twice.
 
-    .venv/bin/python scripts/label_noise.py --domain namo --planner tamp --repeats 3 \\
+    .venv/bin/python research/label_noise.py --domain namo --planner tamp --repeats 3 \\
         [--config FILE] [--seed 0] [--json out.json]
 """
 

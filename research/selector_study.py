@@ -12,9 +12,9 @@ then be confirmed by a real `camp eval` (selection time is not modelled here).
 With ``--measure work`` every pick is valued on the planner's count of its work (return − λ ×
 work) instead of its scored run's wall-clock time: the same plan counts the same on any
 machine, so two variants that pick the same contexts tie exactly, and the oracle row is the
-ceiling of `scripts/work_ceiling.py` with fallbacks modelled.
+ceiling of `research/work_ceiling.py` with fallbacks modelled.
 
-    .venv/bin/python scripts/selector_study.py --domain gridworld --planner vi \\
+    .venv/bin/python research/selector_study.py --domain gridworld --planner vi \\
         --config config/gridworld-reduced.yaml --seeds 2 \\
         --variant multilabel:5 --variant regression:5 [--json out.json]
 

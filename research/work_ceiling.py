@@ -12,7 +12,7 @@ context (and so partly picks luck), this one reads work counts, which are the sa
 same plan on any machine: the saving it reports is what the contexts are worth in
 computation, and so the most a selector choosing on work can find.
 
-    .venv/bin/python scripts/work_ceiling.py artifacts/namo/labels/tamp-<key>.jsonl [--lam 100]
+    .venv/bin/python research/work_ceiling.py artifacts/namo/labels/tamp-<key>.jsonl [--lam 100]
 """
 
 from __future__ import annotations
