@@ -193,7 +193,7 @@ def test_a_silent_server_is_reported_lost_and_the_scene_re_sent(rig: dict[str, A
     assert _wait(lambda: len(plans) > before, 30.0)
     lost = [s for s in statuses[seen:] if s.error_code == PlanTask.Result.ERROR_SERVER_LOST]
     assert lost and lost[0].level == Status.LEVEL_WARN and "re-sending" in lost[0].message
-    assert server.goals == goals + 2
+    assert server.goals >= goals + 2  # more if a loaded machine held a goal back for 2 s
     # The old limit was 60 s of waiting; not a timing assertion on the machine's speed.
     assert time.monotonic() - t0 < 30.0
 
@@ -206,7 +206,7 @@ def test_a_server_shut_down_mid_goal_gets_the_scene_again(rig: dict[str, Any]) -
     before, seen, goals = len(plans), len(statuses), server.goals
     rig["scenes"].publish(_scene())
     assert _wait(lambda: len(plans) > before, 30.0)
-    assert server.goals == goals + 2
+    assert server.goals >= goals + 2  # more if a loaded machine held a goal back for 2 s
     lost = [s for s in statuses[seen:] if s.error_code == PlanTask.Result.ERROR_SERVER_LOST]
     assert lost and "re-sending" in lost[0].message
 
