@@ -9,8 +9,9 @@ allowed rooms, the dropped objects greyed, the base path). Every failure is publ
 arrives while a plan is being computed waits (only the newest one is kept).
 
 Liveness: the TAMP server sends feedback at least once a second while it plans. When none
-comes for ``server_lost_s``, the server is taken for lost (a killed process announces
-nothing, and DDS notices a vanished participant only after its 20 s lease): the node says so
+comes for ``server_lost_s``, when the server leaves the ROS graph, or when a goal is not even
+accepted within 2 s, the server is taken for lost (a killed process announces nothing, and
+DDS notices a vanished participant only after its 20 s lease): the node says so
 on the status topic (``ERROR_SERVER_LOST``), waits for a server again and re-sends the scene
 (up to ``resend_attempts`` times), unless a newer scene has arrived meanwhile. A server busy
 with another client's goal is asked again every second until the goal's time is up.
@@ -330,7 +331,8 @@ class CampPlannerNode(Node):
 
     def _attempt(self, goal: PlanTask.Goal, deadline: float) -> tuple[str, Any]:
         """Send ``goal`` once: ("result", result), ("rejected", None), ("timeout", None), or
-        ("lost", why) when the server has gone silent for ``server_lost_s``."""
+        ("lost", why) when the server has gone silent for ``server_lost_s``, left the ROS
+        graph, or not answered the goal within :data:`GOAL_ANSWER_S`."""
         done = threading.Event()
         box: dict[str, Any] = {}
         heard = [time.monotonic()]
