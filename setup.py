@@ -19,7 +19,12 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.py")),
-        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")),
+    ]
+    # config/<domain>/ and config/ros/ keep their folders under share/, so a launch file finds
+    # share/camp_planner/config/ros/namo_params.yaml as a source checkout has it.
+    + [
+        (f"share/{PACKAGE}/{folder}", sorted(glob(f"{folder}/*.yaml") + glob(f"{folder}/*.rviz")))
+        for folder in sorted(glob("config/*"))
     ],
     install_requires=["setuptools"],
     zip_safe=True,

@@ -1,11 +1,11 @@
 """Launch the NAMO system: camp_planner, tamp_server and namo_sim with one parameter file.
 
     ros2 launch camp_planner namo.launch.py
-    ros2 launch camp_planner namo.launch.py params_file:=/path/to/namo.yaml
-    ros2 launch camp_planner namo.launch.py rviz:=true   # also RViz2 with config/namo.rviz
+    ros2 launch camp_planner namo.launch.py params_file:=/path/to/namo_params.yaml
+    ros2 launch camp_planner namo.launch.py rviz:=true   # also RViz2 with config/ros/namo.rviz
 
 Without the launch system (e.g. ROS 2 from PyPI wheels), `camp bringup namo --processes
---params config/namo.yaml` starts the same executables with the same file.
+--params config/ros/namo_params.yaml` starts the same executables with the same file.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def generate_launch_description() -> LaunchDescription:
     actions = [
         DeclareLaunchArgument(
             "params_file",
-            default_value=os.path.join(share, "config", "namo.yaml"),
+            default_value=os.path.join(share, "config", "ros", "namo_params.yaml"),
             description="ROS 2 parameter file with a ros__parameters block per node",
         )
     ]
@@ -57,7 +57,7 @@ def generate_launch_description() -> LaunchDescription:
             package="rviz2",
             executable="rviz2",
             name="rviz2",
-            arguments=["-d", os.path.join(share, "config", "namo.rviz")],
+            arguments=["-d", os.path.join(share, "config", "ros", "namo.rviz")],
             condition=IfCondition(LaunchConfiguration("rviz")),
         )
     )

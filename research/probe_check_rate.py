@@ -9,7 +9,8 @@ It also prints the peak memory, the PyBullet clients still connected and the liv
 objects. If readings fall as the process ages, and stay low after ``gc.collect()``, the
 process is to blame. If they come and go, the machine is.
 
-    .venv/bin/python research/probe_check_rate.py [SECONDS] [--config config/namo-grid6.yaml]
+    .venv/bin/python research/probe_check_rate.py [SECONDS] \
+        [--config research/config/namo-grid6.yaml]
         [--timeout 30] [--set relaxed=ompl ...]
 """
 
@@ -28,7 +29,7 @@ from camp_planner.core.errors import CampError
 from camp_planner.sim.namo_scene import connected_clients
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
-CONFIG = Path(__file__).resolve().parents[1] / "config" / "namo-grid6.yaml"
+CONFIG = Path(__file__).resolve().parent / "config" / "namo-grid6.yaml"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,7 @@ and what the rest of the planner costs.
 cProfile slows Python code (not PyBullet's or OMPL's own), so the times are larger than the
 benchmark's; compare the two columns, not a column with the benchmark.
 
-    .venv/bin/python research/profile_namo.py --config config/namo-grid7.yaml --task 4 \\
+    .venv/bin/python research/profile_namo.py --config research/config/namo-grid7.yaml --task 4 \\
         [--seed 0] [--context route] [--set relaxed=grid] [--min-share 0.03]
     .venv/bin/python research/profile_namo.py --context selector --all-tasks --seeds 2
 """

@@ -15,7 +15,7 @@ machine, so two variants that pick the same contexts tie exactly, and the oracle
 ceiling of `research/work_ceiling.py` with fallbacks modelled.
 
     .venv/bin/python research/selector_study.py --domain gridworld --planner vi \\
-        --config config/gridworld-reduced.yaml --seeds 2 \\
+        --config config/gridworld/reduced.yaml --seeds 2 \\
         --variant multilabel:5 --variant regression:5 [--json out.json]
 
 Refuses to plan: a (task, context) score missing from the checkpoints is an error that names

@@ -8,7 +8,7 @@ versions of the code that learn the same CSIs print the same digest; compare the
 run alone on the machine. ``--profile`` also prints the functions that took the most time
 (cProfile slows Python code, so profiled times are larger).
 
-    .venv/bin/python research/time_csi_learning.py --config config/namo-grid10.yaml --k1 10
+    .venv/bin/python research/time_csi_learning.py --config config/namo/grid10.yaml --k1 10
 """
 
 from __future__ import annotations

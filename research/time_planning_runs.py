@@ -12,9 +12,9 @@ has to be compared with one run on another day: on this machine the same code ha
 to 1.8× as long on different days, moving as many boxes. For another checkout's code,
 point ``PYTHONPATH`` at its ``src``:
 
-    .venv/bin/python research/time_planning_runs.py --config config/namo-grid10.yaml
+    .venv/bin/python research/time_planning_runs.py --config config/namo/grid10.yaml
     PYTHONPATH=/tmp/old/src .venv/bin/python research/time_planning_runs.py \\
-        --config config/namo-grid10.yaml
+        --config config/namo/grid10.yaml
 
 Runs that picked different numbers of boxes made different plans (restart cutoffs and
 motion budgets are wall-clock by default), so compare runs that picked as many boxes, or

@@ -6,7 +6,7 @@ join the start and goal rooms through doorways, the one whose rooms hold the few
 then the fewest rooms (ties: lowest index), i.e. the smallest CAMP that can still reach the
 goal. ``--context space`` (the default) picks it from the configuration's context space;
 ``--context route`` builds it for the task, as the rooms of the doorway route whose rooms hold
-the fewest boxes (for worlds larger than the paper's, ``config/namo-grid5.yaml``, where the
+the fewest boxes (for worlds larger than the paper's, ``config/namo/grid5.yaml``, where the
 room-disjunction family no longer holds good contexts). Its CSIs are learned first (offline
 work, not timed). Then the TAMP planner runs once in the full task and once in that CAMP,
 and Stilman's algorithm once in the full task, each executed in the full simulated world

@@ -34,7 +34,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", type=Path, default=Path("config/namo.yaml"))
+    parser.add_argument("--params", type=Path, default=Path("config/ros/namo_params.yaml"))
     parser.add_argument("--calls", type=int, default=1000, help="/select_context calls")
     parser.add_argument("--tasks", type=int, default=10, help="NAMO test tasks to plan")
     parser.add_argument("--timeout", type=float, default=60.0, help="per planning call (s)")

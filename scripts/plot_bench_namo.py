@@ -1,7 +1,8 @@
 """Planning time against world size: several `bench_namo.py` runs in one table and one plot.
 
 Each input is the ``--json`` file of one ``scripts/bench_namo.py`` run (e.g. one per world
-size, ``config/namo-grid3.yaml`` … ``namo-grid5.yaml``). For each run it prints the boxes per
+size, ``research/config/namo-grid3.yaml``,
+``config/namo/grid4.yaml``, ``grid5.yaml``). For each run it prints the boxes per
 task, the median planning time of pure TAMP, the CAMP and Stilman's algorithm with their
 success rates, the median ratio pure ÷ CAMP with its 95 % interval, the paired time saved
 and the boxes pure planning and the CAMP moved per run (runs recorded since 2026-11-27), as a

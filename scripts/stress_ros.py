@@ -220,7 +220,7 @@ def run_fault(rig: Rig, fault: str, hard: Any, easy: Any, timeout: float) -> dic
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", type=Path, default=Path("config/namo.yaml"))
+    parser.add_argument("--params", type=Path, default=Path("config/ros/namo_params.yaml"))
     parser.add_argument("--calls", type=int, default=1000, help="/select_context calls in all")
     parser.add_argument("--clients", type=int, default=4, help="caller processes")
     parser.add_argument(

@@ -232,15 +232,19 @@ def test_namo_plan_without_a_context_uses_the_shipped_selector(tmp_path: Path) -
 
 @pytest.mark.parametrize(
     "path",
-    sorted(p for p in (Path(__file__).resolve().parents[2] / "config").glob("*-*.yaml")),
-    ids=lambda p: p.name,
+    sorted(
+        p
+        for p in (Path(__file__).resolve().parents[2] / "config").glob("*/*.yaml")
+        if p.parent.name != "ros"
+    ),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
 )
 def test_every_shipped_domain_config_loads(path: Path) -> None:
-    # config/<domain>-<variant>.yaml; config/namo.yaml holds ROS parameters, not a domain's.
+    # config/<domain>/<variant>.yaml; config/ros/ holds ROS parameters, not a domain's.
     from camp_planner.config import load_config
     from camp_planner.domains import get_domain
 
-    domain = get_domain(path.name.split("-")[0])
+    domain = get_domain(path.parent.name)
     config = load_config(domain, path)
     assert config["selector"] and config["tasks"]
 

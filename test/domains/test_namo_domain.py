@@ -123,7 +123,7 @@ def test_learned_csis_are_keyed_by_the_csi_version_not_the_planners(
 def test_a_larger_grid_has_its_own_variables_region_graph_and_features(tmp_path: Path) -> None:
     from camp_planner.config import load_config
 
-    config = load_config(D, Path(__file__).parents[2] / "config" / "namo-grid5.yaml")
+    config = load_config(D, Path(__file__).parents[2] / "config" / "namo" / "grid5.yaml")
     task = D.make_tasks(config, "test")[0]
     assert task.settings.grid == 5
     mdp = D.make_mdp(task, config)
@@ -157,11 +157,22 @@ def test_a_grid_whose_goal_room_the_contexts_do_not_require_is_a_clear_error() -
         D.make_tasks(config, "test")
 
 
-@pytest.mark.parametrize("grid", [3, 4, 5, 6, 7])
-def test_the_shipped_grid_configurations_load_and_name_their_goal_room(grid: int) -> None:
+@pytest.mark.parametrize(
+    ("grid", "path"),
+    [
+        (3, "research/config/namo-grid3.yaml"),
+        (4, "config/namo/grid4.yaml"),
+        (5, "config/namo/grid5.yaml"),
+        (6, "research/config/namo-grid6.yaml"),
+        (7, "research/config/namo-grid7.yaml"),
+    ],
+)
+def test_the_shipped_grid_configurations_load_and_name_their_goal_room(
+    grid: int, path: str
+) -> None:
     from camp_planner.config import load_config
 
-    config = load_config(D, Path(__file__).parents[2] / "config" / f"namo-grid{grid}.yaml")
+    config = load_config(D, Path(__file__).parents[2] / path)
     task = D.make_tasks(config, "test")[0]
     assert task.settings.grid == grid and task.room_of(*task.goal) == grid * grid - 1
     assert config["csi"]["k1"] >= 75

@@ -3,11 +3,11 @@
 (NaN, a negative count, a string where a number belongs, an unknown key) is accepted; and a
 valid file loads the same after any number of bad ones.
 
-The documents are mutations of the shipped ``config/gridworld.yaml`` and ``config/dinner.yaml``
-(values swapped for garbage, keys added or removed, the top level replaced) and of their
-text (YAML syntax characters inserted, lines cut, arbitrary text and bytes). A few invalid
-ones also go through ``camp contexts --config``, which must answer with exit status 2 and a
-single ``camp: error:`` line.
+The documents are mutations of the shipped ``config/gridworld/default.yaml`` and
+``config/dinner/default.yaml`` (values swapped for garbage, keys added or removed, the top
+level replaced) and of their text (YAML syntax characters inserted, lines cut, arbitrary
+text and bytes). A few invalid ones also go through ``camp contexts --config``, which must
+answer with exit status 2 and a single ``camp: error:`` line.
 """
 
 from __future__ import annotations
@@ -32,9 +32,11 @@ from camp_planner.domains import get_domain
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 DOMAINS = ("gridworld", "dinner")
-TEXTS = {name: (CONFIG_DIR / f"{name}.yaml").read_text() for name in DOMAINS}
+TEXTS = {name: (CONFIG_DIR / name / "default.yaml").read_text() for name in DOMAINS}
 DOCS: dict[str, dict[str, Any]] = {name: yaml.safe_load(TEXTS[name]) for name in DOMAINS}
-REFERENCE = {name: load_config(get_domain(name), CONFIG_DIR / f"{name}.yaml") for name in DOMAINS}
+REFERENCE = {
+    name: load_config(get_domain(name), CONFIG_DIR / name / "default.yaml") for name in DOMAINS
+}
 
 # Settings that count something: a negative value is never meaningful.
 COUNTS = {

@@ -26,7 +26,7 @@ def test_launch_file_starts_every_node_of_the_parameter_file() -> None:
         if isinstance(n, ast.Assign) and n.targets[0].id == "NODES"  # type: ignore[attr-defined]
     )
     names = {e.value for e in nodes.elts}  # type: ignore[attr-defined]
-    params = yaml.safe_load((ROOT / "config" / "namo.yaml").read_text())
+    params = yaml.safe_load((ROOT / "config" / "ros" / "namo_params.yaml").read_text())
     assert names == set(params)
     assert all("ros__parameters" in block for block in params.values())
     scripts = set(
@@ -55,7 +55,7 @@ def test_bringup_once_runs_the_composed_system_to_the_goal(
     namo_tiny: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config, bundle = namo_tiny
-    params = yaml.safe_load((ROOT / "config" / "namo.yaml").read_text())
+    params = yaml.safe_load((ROOT / "config" / "ros" / "namo_params.yaml").read_text())
     for block in params.values():
         p = block["ros__parameters"]
         p["config_file"] = str(config)
@@ -99,9 +99,9 @@ def test_the_rviz_config_shows_the_topics_and_frame_the_nodes_use() -> None:
 
     from camp_planner.ros.common import BASE_PATH_TOPIC, MARKERS_TOPIC
 
-    rviz = yaml.safe_load((ROOT / "config" / "namo.rviz").read_text())
+    rviz = yaml.safe_load((ROOT / "config" / "ros" / "namo.rviz").read_text())
     manager = rviz["Visualization Manager"]
-    params = yaml.safe_load((ROOT / "config" / "namo.yaml").read_text())
+    params = yaml.safe_load((ROOT / "config" / "ros" / "namo_params.yaml").read_text())
     frame = params["namo_sim"]["ros__parameters"]["frame_id"]
     assert manager["Global Options"]["Fixed Frame"] == frame
     by_class = {d["Class"]: d for d in manager["Displays"]}

@@ -13,6 +13,7 @@ import pytest
 from camp_planner.core.context import Context, Term
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
+RESEARCH_CONFIG = Path(__file__).resolve().parents[2] / "research" / "config"
 
 
 def test_settings_are_read_as_yaml_values() -> None:
@@ -39,7 +40,7 @@ def test_route_contexts_allow_exactly_the_rooms_of_the_lightest_route(
     from camp_planner.workflow import Pipeline
 
     bench = load_script("bench_namo")
-    pipe = Pipeline.create("namo", CONFIG / "namo-grid4.yaml", tmp_path)
+    pipe = Pipeline.create("namo", CONFIG / "namo" / "grid4.yaml", tmp_path)
     for task in pipe.domain.make_tasks(pipe.config, "test")[:5]:
         ctx = bench.route_context(pipe, task)
         rooms = {int(str(v)) for v in ctx.allowed_values()["robot_room"]}
@@ -79,7 +80,7 @@ def test_the_collision_check_rate_is_the_median_of_timed_rounds(
     from camp_planner.workflow import Pipeline
 
     bench = load_script("bench_namo")
-    pipe = Pipeline.create("namo", CONFIG / "namo-grid3.yaml", tmp_path)
+    pipe = Pipeline.create("namo", RESEARCH_CONFIG / "namo-grid3.yaml", tmp_path)
     task = pipe.domain.make_tasks(pipe.config, "test")[0]
     # A clock that makes round k take k + 1 seconds: the median round is the third.
     ticks = iter(float(t) for t in (0, 1, 10, 12, 20, 23, 30, 34, 40, 45))
@@ -90,7 +91,7 @@ def test_the_collision_check_rate_is_the_median_of_timed_rounds(
         rate = bench.checks_per_second(pipe, task, n=7, lazy=lazy, rounds=5)
         assert math.isfinite(rate) and rate > 0
     # And in a new process, as after the runs.
-    rate = bench.fresh_checks_per_second(CONFIG / "namo-grid3.yaml", tmp_path, "test")
+    rate = bench.fresh_checks_per_second(RESEARCH_CONFIG / "namo-grid3.yaml", tmp_path, "test")
     assert math.isfinite(rate) and rate > 0
     with pytest.raises(bench.CampError, match="new process"):
         bench.fresh_checks_per_second(tmp_path / "missing.yaml", tmp_path, "test")

@@ -333,7 +333,7 @@ def test_touching_boxes_are_accepted() -> None:
     assert len(task.boxes) == len(task_from_scene(s)[0].boxes) + 1
 
 
-@pytest.mark.parametrize("config", [None, "namo-grid4.yaml", "namo-cluttered.yaml"])
+@pytest.mark.parametrize("config", [None, "namo/grid4.yaml", "namo/cluttered.yaml"])
 def test_generated_tasks_round_trip_unchanged(config: str | None, artifacts: Path) -> None:
     """Every train and test task of a configuration: the same task, the same slots."""
     path = None if config is None else CONFIG / config

@@ -28,7 +28,10 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("system", choices=("namo",), help="what to bring up")
     p.add_argument(
-        "--params", type=Path, default=Path("config/namo.yaml"), help="ROS 2 parameter file"
+        "--params",
+        type=Path,
+        default=Path("config/ros/namo_params.yaml"),
+        help="ROS 2 parameter file",
     )
     p.add_argument("--task", type=int, help="override namo_sim's task_index")
     p.add_argument("--processes", action="store_true", help="one process per node (as launch does)")
@@ -231,7 +234,7 @@ def _bringup(args: argparse.Namespace) -> int:
         if not args.once:
             print(
                 "[bringup] running; Ctrl-C to stop. To watch it: "
-                "rviz2 -d config/namo.rviz (the CAMP on /camp_planner/markers)"
+                "rviz2 -d config/ros/namo.rviz (the CAMP on /camp_planner/markers)"
             )
             while rclpy.ok():
                 time.sleep(0.5)
