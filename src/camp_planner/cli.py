@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from camp_planner.config import load_config
 from camp_planner.core.context import Context
 from camp_planner.core.csi import CSIResult
 from camp_planner.core.errors import CampError
@@ -23,7 +24,13 @@ from camp_planner.domains.base import RenderPanel
 from camp_planner.learning import ALL_METHODS, METHOD_NAMES
 from camp_planner.planners import planner_names
 from camp_planner.progress import progress_bar
+from camp_planner.ros.cli import add_parsers as add_ros_parsers
+from camp_planner.ros.cli import run as run_ros
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
+
+# Imported inside the commands that need them, because they load torch (about 2 s), which
+# `camp --help`, `camp contexts` and `camp csi` do not: camp_planner.learning.{bundle, methods,
+# train, evaluate, sweeps}. rclpy likewise loads only inside the ROS commands (ros/cli.py).
 
 
 class _Parser(argparse.ArgumentParser):
@@ -193,9 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, help="PNG path (default: <artifacts>/demo/...)")
 
-    from camp_planner.ros.cli import add_parsers
-
-    add_parsers(sub)
+    add_ros_parsers(sub)
     return parser
 
 
@@ -228,10 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _ros_cli(args: argparse.Namespace) -> int:
-    # rclpy loads only for these commands: the rest of the CLI works without ROS.
-    from camp_planner.ros.cli import run
-
-    return run(args)
+    return run_ros(args)
 
 
 def _pipeline(args: argparse.Namespace) -> Pipeline:
@@ -254,7 +256,6 @@ def _make_pipeline(args: argparse.Namespace) -> Pipeline:
         )
     if not args.pddl_problems:
         raise CampError("--pddl-domain needs --pddl-problems")
-    from camp_planner.config import load_config
 
     domain = get_domain("pddl")
     config = load_config(domain, args.config)

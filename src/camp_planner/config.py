@@ -22,6 +22,7 @@ import yaml
 from camp_planner.core.errors import CampError
 from camp_planner.domains.base import Domain
 from camp_planner.domains.gridworld.world import ENEMY_ROOMS
+from camp_planner.planners.registry import planner_names
 
 # Settings whose null means "no limit" or "all", even where a domain's default sets a value.
 NULLABLE = frozenset({"contexts.max_contexts", "contexts.variables", "contexts.values"})
@@ -290,7 +291,6 @@ def _check_values(config: Mapping[str, Any], path: str) -> None:
                 f"settings in {path}: world.min_enemies_per_room ({low}) is above "
                 f"world.max_enemies_per_room ({high})"
             )
-    from camp_planner.planners.registry import planner_names
 
     known = planner_names()
     for name in config.get("planners", {}):

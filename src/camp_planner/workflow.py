@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from camp_planner.config import load_config
 from camp_planner.core.camp import CAMP
 from camp_planner.core.context import Context
 from camp_planner.core.context_space import ContextSpace, ContextSpaceSpec, generate_context_space
@@ -173,7 +174,6 @@ class Pipeline:
 
     @staticmethod
     def create(domain_name: str, config_path: Path | None, artifacts: Path) -> Pipeline:
-        from camp_planner.config import load_config
 
         domain = get_domain(domain_name)
         return Pipeline.from_config(domain_name, load_config(domain, config_path), artifacts)

@@ -22,6 +22,7 @@ from camp_planner.core.objective import EpisodeResult
 from camp_planner.learning.executor import Executor
 from camp_planner.learning.jsonl import append_record, corrupt, read_records
 from camp_planner.progress import progress_bar
+from camp_planner.workflow import Pipeline
 
 PURE = "pure"
 # Outcomes of an episode whose planning call gave up (the CAMP method then falls back to the
@@ -280,7 +281,6 @@ _WORKER_PIPELINES: dict[tuple[str, str, str], Any] = {}
 
 def run_job(job: ScoreJob) -> Score:
     """Score one (task, context) pair; runs inside a worker process."""
-    from camp_planner.workflow import Pipeline
 
     key = (job.domain, job.config_json, job.artifacts)
     pipe = _WORKER_PIPELINES.get(key)

@@ -215,6 +215,7 @@ def train(
     progress: bool = True,
 ) -> TrainResult:
     """The paper's selector learning (appendix B) with a checkpointed score matrix."""
+    # torch loads here, not at import: `describe` and the score matrix do not need it.
     from camp_planner.learning.bundle import Bundle, trained_bundle
     from camp_planner.learning.selector import ContextSelector, SelectorConfig
 
