@@ -63,13 +63,13 @@ test: lint typecheck pytest
 
 bench: setup
 	$(PY) scripts/bench_gridworld.py --tasks 10 --json artifacts/bench_gridworld.json \
-	  --plot docs/img/bench_gridworld.png
+	  --plot artifacts/bench_gridworld.png
 
 bench-dinner: setup
 	$(PY) scripts/bench_dinner.py --sizes 0 50 100 200 --tasks 3 --repeats 3 \
-	  --json artifacts/bench_dinner.json --plot docs/img/bench_dinner.png
+	  --json artifacts/bench_dinner.json --plot artifacts/bench_dinner.png
 	$(PY) scripts/bench_dinner.py --sizes 0 50 100 200 --tasks 3 --repeats 3 --mode resident \
-	  --json artifacts/bench_dinner_resident.json --plot docs/img/bench_dinner_resident.png
+	  --json artifacts/bench_dinner_resident.json --plot artifacts/bench_dinner_resident.png
 
 clean:
 	rm -rf build $(VENV) .mypy_cache .pytest_cache .ruff_cache

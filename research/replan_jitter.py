@@ -29,7 +29,7 @@ Every finished run is appended to a checkpoint in ``artifacts/bench/``: a killed
 from it when the same command is run again (timings from two processes are then mixed, which
 the summary says), and a completed run deletes it.
 
-    .venv/bin/python research/replan_jitter.py --eval docs/eval_namo_tamp_full_v15.json
+    .venv/bin/python research/replan_jitter.py --eval artifacts/eval/namo-tamp/eval.json
         [--seeds 0 1] [--tasks 10] [--repeats 3] [--config FILE] [--json out.json]
         [--plot out.png]
 """
@@ -60,7 +60,7 @@ METHODS = ("pure", "camp")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
-        epilog="Example: research/replan_jitter.py --eval docs/eval_namo_tamp_full_v15.json",
+        epilog="Example: research/replan_jitter.py --eval artifacts/eval/namo-tamp/eval.json",
     )
     parser.add_argument(
         "--eval", type=Path, required=True, help="a `camp eval` results file (results.json)"

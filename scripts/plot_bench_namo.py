@@ -17,8 +17,10 @@ Runs of the same world joined with ``+`` (``a.json+b.json``) are pooled into one
 rows together, the median ratio and its 95 % bootstrap interval computed again from them.
 Both must come from the same configuration and settings.
 
-    .venv/bin/python scripts/plot_bench_namo.py docs/bench_namo_grid3.json \\
-        docs/bench_namo_grid4.json docs/bench_namo_grid5.json [--plot out.png]
+    .venv/bin/python scripts/plot_bench_namo.py artifacts/bench/grid3.json \\
+        artifacts/bench/grid4.json artifacts/bench/grid5.json [--plot artifacts/bench/grid.png]
+
+(``docs/results/data/namo_bench_grid{3,7,10}.json`` are three such files, kept as references.)
 """
 
 from __future__ import annotations

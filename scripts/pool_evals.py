@@ -9,8 +9,10 @@ method episode by episode (mean difference with a 95 % bootstrap interval, and t
 episodes each side won; ``camp_planner.learning.paired``). It reads the ``episodes``
 section of each ``results.json`` (no planning).
 
-    .venv/bin/python scripts/pool_evals.py docs/eval_namo_denoised_3seeds.json \\
-        docs/eval_namo_denoised_rerun.json [--methods camp pure stilman] [--json out.json]
+    .venv/bin/python scripts/pool_evals.py artifacts/eval/namo-0/results.json \\
+        artifacts/eval/namo-3/results.json [--methods camp pure stilman] [--json out.json]
+
+(``docs/results/data/namo_eval_seeds*.json`` are five such files, kept as references.)
 
 Runs that hold the same seeds (an eval run twice) repeat the same tasks and planner seeds;
 the script says so. ``camp eval --first-seed K`` extends an eval with independent seeds.

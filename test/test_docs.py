@@ -1,6 +1,7 @@
 """The README and docs stay true to the repository: every file they link or name exists,
 every script (and every investigation in research/) is listed, and every `camp` subcommand
-the CLI has is documented."""
+the CLI has is documented. The docs stay a product: few files, small, results pages that
+cite their records, and a README of one page with the two commands."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", ROOT / "research" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "research" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+RESULTS = ROOT / "docs" / "results"
+DOMAIN_PAGES = ["gridworld.md", "dinner.md", "namo.md", "ros.md"]
 
 
 def _links(text: str) -> list[str]:
@@ -61,3 +64,66 @@ def test_every_cli_subcommand_is_documented() -> None:
     text = (ROOT / "README.md").read_text()
     undocumented = [c for c in choices if f"`camp {c}" not in text]
     assert not undocumented, f"camp subcommands missing from the README: {undocumented}"
+
+
+def test_the_docs_stay_small() -> None:
+    files = [p for p in (ROOT / "docs").rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in files)
+    assert len(files) <= 40, (
+        f"docs/ holds {len(files)} files (at most 40): run records go to artifacts/"
+    )
+    assert size <= 3 * 1024 * 1024, f"docs/ holds {size / 1e6:.1f} MB (at most 3 MB)"
+
+
+def test_the_reference_records_are_few_and_each_is_cited() -> None:
+    data = [p for p in (RESULTS / "data").iterdir() if p.is_file()]
+    assert 0 < len(data) <= 20, f"docs/results/data holds {len(data)} files (at most 20)"
+    assert sum(p.stat().st_size for p in data) <= 2 * 1024 * 1024
+    pages = "".join((RESULTS / page).read_text() for page in DOMAIN_PAGES)
+    uncited = sorted(p.name for p in data if p.name not in pages)
+    assert not uncited, f"records no results page cites (delete them; git keeps them): {uncited}"
+
+
+def test_each_domain_has_a_short_results_page_with_command_machine_and_commit() -> None:
+    for page in DOMAIN_PAGES:
+        text = (RESULTS / page).read_text()
+        assert len(text.splitlines()) <= 300, f"{page} is longer than a few hundred lines"
+        assert "```bash" in text, f"{page} gives no command"
+        assert "2-core" in text, f"{page} names no machine"
+        assert re.search(r"commits?:? `[0-9a-f]{7,40}`", text, re.I), f"{page} names no commit"
+        assert "](data/" in text, f"{page} shows no plot or record of docs/results/data"
+    assert len((RESULTS / "history.md").read_text().splitlines()) <= 400
+
+
+def test_readme_and_results_pages_carry_no_lab_notebook() -> None:
+    pattern = re.compile(r"\bevals? v\d+|issue's target|the issue\b|slow phase|\bVM was\b", re.I)
+    for doc in [ROOT / "README.md", *(RESULTS / page for page in DOMAIN_PAGES)]:
+        found = pattern.findall(doc.read_text())
+        assert not found, f"{doc.relative_to(ROOT)} reads as a log: {found}"
+
+
+def test_the_readme_is_one_page_with_the_two_commands() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 300, f"README.md has {len(lines)} lines (at most 300)"
+    for command in (
+        "make demo   # set up everything, then NAMO over ROS 2 end to end: "
+        "scene → context → CAMP → TAMP → execution (PNG)",
+        "make test   # set up everything, then lint (ruff), type-check (mypy --strict), "
+        "run all tests",
+    ):
+        assert command in lines, f"the README lacks the command line {command!r}"
+    text = "\n".join(lines)
+    for page in DOMAIN_PAGES:
+        assert f"(docs/results/{page})" in text, f"the README does not link docs/results/{page}"
+
+
+def test_the_section_names_research_cites_exist_in_the_history() -> None:
+    history = (RESULTS / "history.md").read_text()
+    names = [
+        headline
+        for headline in re.findall(r'"([^"]+)"', (ROOT / "research" / "README.md").read_text())
+        if headline != "What it means"
+    ]
+    assert names, "research/README.md cites no section: the pattern is wrong"
+    missing = [name for name in names if name not in history]
+    assert not missing, f"sections research/README.md cites that history.md lacks: {missing}"
