@@ -18,7 +18,7 @@ The JSON rows also hold each plan's length in steps, the MDP's horizon and the b
 picked, so a run cut off by the horizon shows as one (``outcome`` ``horizon``) and a run
 close to it can be seen before it is.
 
-``--set key=value`` changes a setting of the planner (e.g. ``--set restart_clock=wall``).
+``--set key=value`` changes a setting of the planner (e.g. ``--set restart_s=null``).
 Every finished run is appended to a checkpoint in ``artifacts/bench/`` as it ends: a killed
 run resumes from it when the same command is run again, and a completed run deletes it.
 
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="per planning call (s)")
     parser.add_argument("--config", type=Path, help="YAML overriding the NAMO defaults")
     add_settings_argument(
-        parser, "a planner setting (repeatable), e.g. restart_clock=wall or restart_s=null"
+        parser, "a planner setting (repeatable), e.g. restart_s=4 or restart_s=null"
     )
     parser.add_argument("--json", type=Path, help="also write every run here")
     args = parser.parse_args(argv)

@@ -26,7 +26,7 @@ from typing import Any
 
 from camp_planner.config import add_settings_argument, settings_or_usage_error
 from camp_planner.core.errors import CampError
-from camp_planner.sim.namo_scene import connected_clients
+from camp_planner.sim.pybullet_servers import connected_clients
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 CONFIG = Path(__file__).resolve().parent / "config" / "namo-grid6.yaml"

@@ -16,14 +16,12 @@ point ``PYTHONPATH`` at its ``src``:
     PYTHONPATH=/tmp/old/src .venv/bin/python research/time_planning_runs.py \\
         --config config/namo/grid10.yaml
 
-Runs that picked different numbers of boxes made different plans (restart cutoffs and
-motion budgets are wall-clock by default), so compare runs that picked as many boxes, or
-many runs (each run's ``plan`` column is a digest of its actions). Where two versions make
-the same plans, the difference in wall-clock time per second of work is what one version's
-code around the counted work costs more than the other's. With
-``--set budget_clock=work`` the budgets count work instead, and the same
-command makes the same plans on any machine and at any load; ``--set key=value`` changes
-any setting of the planner.
+Runs that picked different numbers of boxes made different plans, so compare runs that
+picked as many boxes, or many runs (each run's ``plan`` column is a digest of its actions).
+Where two versions make the same plans, the difference in wall-clock time per second of
+work is what one version's code around the counted work costs more than the other's. The
+planners' budgets count work, so the same command makes the same plans on any machine and
+at any load; ``--set key=value`` changes any setting of the planner.
 """
 
 from __future__ import annotations
@@ -62,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         help="--planner camp: the selector bundle (default: the one the package ships)",
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="per run (s, default 60)")
-    add_settings_argument(parser, "change a planner setting (repeatable), e.g. budget_clock=work")
+    add_settings_argument(parser, "change a planner setting (repeatable), e.g. restart_s=4")
     parser.add_argument("--json", type=Path, help="also write the runs here")
     args = parser.parse_args(argv)
     overrides = settings_or_usage_error(parser, args.set)

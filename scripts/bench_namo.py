@@ -22,8 +22,8 @@ them in a new process). A run that returns more than 50 ms past ``--timeout`` is
 with the stack sampled most often after its timeout
 (:class:`camp_planner.diagnostics.OverrunWatch`; in the JSON rows as
 ``past_timeout_stacks``). ``--set key=value`` changes a setting of both planners (e.g.
-``--set guide=none`` for base motions planned as one OMPL query instead of doorway to
-doorway).
+``--set relaxed=ompl`` for obstructions named by one OMPL path through the boxes, as the
+paper's interface layer names them).
 
 Every finished (task, planner seed) run is appended to a checkpoint in
 ``<artifacts>/bench/`` as it ends. A run that is killed (or stopped with Ctrl-C) resumes from
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         "at a time whatever this says)",
     )
     add_settings_argument(
-        parser, "a planner setting for TAMP and Stilman alike (repeatable), e.g. guide=none"
+        parser, "a planner setting for TAMP and Stilman alike (repeatable), e.g. relaxed=ompl"
     )
     parser.add_argument(
         "--context",

@@ -127,3 +127,12 @@ def test_the_section_names_research_cites_exist_in_the_history() -> None:
     assert names, "research/README.md cites no section: the pattern is wrong"
     missing = [name for name in names if name not in history]
     assert not missing, f"sections research/README.md cites that history.md lacks: {missing}"
+
+
+def test_the_configs_are_few_each_in_its_domains_folder_saying_what_it_is_for() -> None:
+    files = sorted(p for p in (ROOT / "config").rglob("*") if p.is_file())
+    assert 0 < len(files) <= 12
+    for path in files:
+        assert path.parent.parent == ROOT / "config", f"{path}: config/<domain or ros>/<file>"
+        first = path.read_text().splitlines()[0]
+        assert first.startswith("# ") and len(first) > 20, f"{path}: starts with its purpose"

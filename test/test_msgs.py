@@ -57,7 +57,7 @@ def test_select_context_round_trip_on_loopback() -> None:
 def test_error_codes_match_the_interfaces() -> None:
     from camp_msgs.action import PlanTask
     from camp_msgs.srv import SelectContext
-    from camp_planner.service.errors import ErrorCode
+    from camp_planner.domains.interface.errors import ErrorCode
 
     for code in ErrorCode:
         assert getattr(PlanTask.Result, f"ERROR_{code.name}") == code.value
@@ -66,3 +66,14 @@ def test_error_codes_match_the_interfaces() -> None:
     for name in dir(SelectContext.Response):
         if name.startswith("ERROR_"):
             assert ErrorCode[name[len("ERROR_") :]].value == getattr(SelectContext.Response, name)
+
+
+def test_a_plan_step_carries_an_action_its_arguments_and_3d_geometry() -> None:
+    from camp_msgs.msg import PlanStep
+
+    step = PlanStep(action="regrasp", arguments=["red_0", "side"], objects=["red_0"])
+    step.mode = PlanStep.MODE_MANIPULATION
+    step.target.position.z = 0.75
+    step.base_path_end, step.arm_trajectory_end = 3, 2
+    assert (step.action, list(step.arguments)) == ("regrasp", ["red_0", "side"])
+    assert step.target.position.z == 0.75 and step.arm_trajectory_end == 2

@@ -14,9 +14,9 @@ import pytest
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--set", "restart_clock=cpu"], "restart_clock must be"),
+        (["--set", "restart_s=0"], "restart_s must be positive"),
         (["--set", "no_such_setting=1"], "unknown setting"),
-        (["--planner", "stilman", "--set", "restart_clock=wall"], "unknown setting"),
+        (["--planner", "stilman", "--set", "stuck_restarts=1"], "unknown setting"),
     ],
 )
 def test_a_setting_the_planner_refuses_is_reported_before_any_run(

@@ -80,13 +80,13 @@ def test_planner_settings_can_be_changed_and_an_unknown_one_is_a_clear_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     out = tmp_path / "runs.json"
-    argv = ["--tasks", "1", "--seeds", "1", "--set", "budget_clock=work", "--json", str(out)]
+    argv = ["--tasks", "1", "--seeds", "1", "--set", "restart_s=4", "--json", str(out)]
     assert load_script("time_planning_runs").main(argv) == 0
     data = json.loads(out.read_text())
-    assert data["summary"]["settings"] == {"budget_clock": "work"}
+    assert data["summary"]["settings"] == {"restart_s": 4}
     assert data["runs"][0]["success"]
     with pytest.raises(SystemExit) as exc:
-        load_script("time_planning_runs").main(["--tasks", "1", "--set", "budget_clok=work"])
+        load_script("time_planning_runs").main(["--tasks", "1", "--set", "restart_sx=4"])
     assert exc.value.code == 2
     err = capsys.readouterr().err
-    assert "unknown setting" in err and "budget_clock" in err and "Traceback" not in err
+    assert "unknown setting" in err and "restart_s," in err and "Traceback" not in err

@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -485,8 +486,6 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _select(args: argparse.Namespace) -> int:
-    import time
-
     from camp_planner.learning.bundle import load_bundle, trained_bundle
     from camp_planner.learning.methods import CampMethod
 

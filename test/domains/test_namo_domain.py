@@ -104,7 +104,7 @@ def test_the_shipped_selector_was_trained_with_the_domains_default_selector_sett
     assert path is not None
     cfg = load_bundle(path, "namo", D.version).selector.cfg
     assert cfg == SelectorConfig.from_mapping({**D.default_config()["selector"], "seed": 0})
-    # The paper's hard labels valued on the planner's work (docs/results.md, eval v20).
+    # The paper's hard labels valued on the planner's work (docs/results/history.md, eval v20).
     assert (cfg.labels, cfg.label_cost) == ("hard", "work")
 
 
@@ -179,9 +179,10 @@ def test_the_shipped_grid_configurations_load_and_name_their_goal_room(
 
 
 @pytest.mark.parametrize("planner", ["tamp", "stilman"])
-def test_default_planner_settings_are_accepted_and_check_edges_in_metres(planner: str) -> None:
+def test_default_planner_settings_are_accepted(planner: str) -> None:
     from camp_planner.planners.registry import make_planner
 
     settings = CFG["planners"][planner]
-    assert settings["guide"] == "rooms" and settings["edge_step_m"] == pytest.approx(0.05)
     make_planner(planner, seed=0, **settings)  # raises on a setting it does not know
+    # TAMP restarts a stalled attempt after 2 s of work; Stilman's algorithm never does.
+    assert settings == ({"restart_s": 2.0} if planner == "tamp" else {})

@@ -6,6 +6,8 @@ import pytest
 
 from camp_planner.domains.namo.mdp import ABSENT, HELD, NONE, SLOT_NAMES, NamoMDP
 from camp_planner.domains.namo.world import generate_task
+from camp_planner.sim.floor_scene import idle_servers, warm_up
+from camp_planner.sim.pybullet_servers import connected_clients
 
 pytestmark = pytest.mark.pybullet
 TASK = generate_task(0, 1000)
@@ -49,10 +51,10 @@ def test_after_putting_a_box_down_collision_checks_see_the_bare_robot_again() ->
     s1 = mdp.step(mdp.initial_state(), ("move", (BOX.x - 0.5, BOX.y, 0.0), NONE))
     s2 = mdp.step(s1, ("pick", None, BOX.name))
     back = mdp.step(s2, ("move", (BOX.x - 0.9, BOX.y, 0.0), NONE))
-    carrying = mdp._sync(back)._radius
+    carrying = mdp.sync(back)._radius
     s3 = mdp.step(back, ("place", (back[0][0] + 0.5, back[0][1]), NONE))
     assert s3[2] == NONE
-    scene = mdp._sync(s3)
+    scene = mdp.sync(s3)
     after = scene._radius
     scene._measure_robot()
     assert after == pytest.approx(scene._radius)
@@ -89,7 +91,7 @@ def test_dropped_boxes_are_absent_from_the_simulated_world(mdp: NamoMDP) -> None
     without_box = mdp.step(mdp.assign_state(without, 0, (BOX.x - 0.8, BOX.y, 0.0)), go)
     assert with_box[0][0] < BOX.x < without_box[0][0]
     # Driving into the box stopped short of it, never inside it.
-    mdp._sync(with_box)
+    mdp.sync(with_box)
     assert not mdp.scene().collisions(with_box[0])
 
 
@@ -112,7 +114,7 @@ def test_a_box_put_down_never_overlaps_the_robot_once_the_scene_is_rebuilt(mdp: 
         if after[2] != NONE:
             continue
         placed += 1
-        scene = mdp._sync(after)
+        scene = mdp.sync(after)
         assert not scene.collisions(after[0]), (after[0], point)
     assert placed >= 5
 
@@ -123,7 +125,7 @@ def test_csi_samples_put_the_robot_where_it_stands_free(mdp: NamoMDP) -> None:
     rng = random.Random(3)
     for _ in range(150):
         state, _action = mdp.sample_state_action(rng)
-        assert mdp._sync(state).is_free(state[0]), state[:3]
+        assert mdp.sync(state).is_free(state[0]), state[:3]
 
 
 def test_the_step_memo_stays_within_its_element_budget(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -165,7 +167,7 @@ def test_after_a_pick_or_a_place_the_next_step_sees_every_box_where_its_state_ha
     i = mdp.state_index(BOX.name)
     odd = mdp.assign_state(s2, i, s1[i])
     odd = mdp.assign_state(odd, 0, (BOX.x - 1.0, BOX.y - 0.8, -math.pi / 2))  # carried away
-    mdp._sync(odd)
+    mdp.sync(odd)
     assert mdp.scene().held == BOX.name
     assert mdp._step(s1, across) == stopped
 
@@ -195,3 +197,20 @@ def test_incremental_syncs_give_the_successors_of_a_scene_rebuilt_every_step() -
     # Picks and places that succeeded are among them (each leaves the scene out of step
     # with its state).
     assert ops.get("pick", 0) >= 3 and ops.get("place", 0) >= 3, ops
+
+
+def test_a_namo_mdp_loads_the_robot_before_any_planning_clock_starts() -> None:
+    from camp_planner.domains.namo.domain import NamoDomain
+
+    domain = NamoDomain()
+    warm_up.cache_clear()
+    before = connected_clients() - idle_servers()
+    mdp = domain.make_mdp(TASK, domain.default_config())
+    # One server with the arm loaded waits in the pool, and the scene takes it.
+    assert warm_up.cache_info().currsize == 1 and idle_servers() >= 1
+    idle = idle_servers()
+    mdp.scene()
+    assert idle_servers() == idle - 1
+    mdp.close()
+    assert idle_servers() == idle
+    assert connected_clients() - idle_servers() == before

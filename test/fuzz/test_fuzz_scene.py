@@ -16,6 +16,8 @@ import numpy as np
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
+from camp_planner.domains.interface.scene import Pose, Scene, SceneObject
 from camp_planner.domains.namo.scene_io import (
     AXIS_TOLERANCE,
     HEIGHT_TOLERANCE,
@@ -26,8 +28,6 @@ from camp_planner.domains.namo.scene_io import (
     task_from_scene,
 )
 from camp_planner.domains.namo.world import NamoSettings, NamoTask, generate_task
-from camp_planner.service.errors import ErrorCode, ServiceError
-from camp_planner.service.scene import Scene, SceneObject
 
 Point = tuple[float, float]
 Polygon = list[Point]
@@ -63,7 +63,7 @@ def _objects() -> st.SearchStrategy[SceneObject]:
         SceneObject,
         id=IDS,
         object_class=CLASSES,
-        pose=TRIPLES,
+        pose=TRIPLES.map(lambda t: Pose.planar(*t)),
         size=TRIPLES,
         movable=st.booleans(),
         room=st.sampled_from(["", "0", "8"]),
@@ -73,10 +73,10 @@ def _objects() -> st.SearchStrategy[SceneObject]:
 GARBAGE = st.builds(
     Scene,
     domain=st.sampled_from(["namo", ""]),
-    robot_pose=TRIPLES,
+    robot_pose=TRIPLES.map(lambda t: Pose.planar(*t)),
     objects=st.lists(_objects(), max_size=8).map(tuple),
     goal_object_id=IDS,
-    goal_xy=st.none() | st.tuples(NUMBERS, NUMBERS),
+    goal_pose=st.none() | st.tuples(NUMBERS, NUMBERS).map(lambda xy: Pose.planar(*xy, 0.0)),
     frame_id=st.sampled_from(["map", "odom", ""]),
 )
 
@@ -102,10 +102,10 @@ def _move(data: Data, scene: Scene) -> Scene:
     i = _index(data, scene)
     o = scene.objects[i]
     if data.draw(st.booleans()):
-        x, y = o.pose[0] + data.draw(SMALL), o.pose[1] + data.draw(SMALL)
+        x, y = o.pose.x + data.draw(SMALL), o.pose.y + data.draw(SMALL)
     else:
         x, y = data.draw(NUMBERS), data.draw(NUMBERS)
-    return _put(scene, i, dataclasses.replace(o, pose=(x, y, o.pose[2])))
+    return _put(scene, i, dataclasses.replace(o, pose=Pose.planar(x, y, o.pose.yaw)))
 
 
 def _resize(data: Data, scene: Scene) -> Scene:
@@ -122,13 +122,15 @@ def _resize(data: Data, scene: Scene) -> Scene:
 def _turn(data: Data, scene: Scene) -> Scene:
     i = _index(data, scene)
     o = scene.objects[i]
-    return _put(scene, i, dataclasses.replace(o, pose=(o.pose[0], o.pose[1], data.draw(YAWS))))
+    return _put(
+        scene, i, dataclasses.replace(o, pose=Pose.planar(o.pose.x, o.pose.y, data.draw(YAWS)))
+    )
 
 
 def _duplicate(data: Data, scene: Scene) -> Scene:
     o = scene.objects[_index(data, scene)]
-    x, y = o.pose[0] + data.draw(SMALL), o.pose[1] + data.draw(SMALL)
-    copy = dataclasses.replace(o, id=data.draw(IDS), pose=(x, y, o.pose[2]))
+    x, y = o.pose.x + data.draw(SMALL), o.pose.y + data.draw(SMALL)
+    copy = dataclasses.replace(o, id=data.draw(IDS), pose=Pose.planar(x, y, o.pose.yaw))
     return dataclasses.replace(scene, objects=(*scene.objects, copy))
 
 
@@ -155,12 +157,12 @@ def _reframe(data: Data, scene: Scene) -> Scene:
 
 
 def _robot(data: Data, scene: Scene) -> Scene:
-    x, y, _ = scene.robot_pose
+    x, y = scene.robot_pose.x, scene.robot_pose.y
     if data.draw(st.booleans()):
         pose = (x + data.draw(SMALL), y + data.draw(SMALL), data.draw(YAWS))
     else:
         pose = data.draw(TRIPLES)
-    return dataclasses.replace(scene, robot_pose=pose)
+    return dataclasses.replace(scene, robot_pose=Pose.planar(*pose))
 
 
 def _goal(data: Data, scene: Scene) -> Scene:
@@ -171,7 +173,7 @@ def _goal(data: Data, scene: Scene) -> Scene:
     xy = data.draw(st.one_of(near, st.tuples(NUMBERS, NUMBERS)))
     if roll == 2:  # the goal object stays, as an object the model has no place for
         scene = _without(scene, scene.goal_object_id)
-    return dataclasses.replace(scene, goal_object_id="", goal_xy=xy)
+    return dataclasses.replace(scene, goal_object_id="", goal_pose=Pose.planar(*xy, 0.0))
 
 
 def _without(scene: Scene, object_id: str) -> Scene:
@@ -181,17 +183,17 @@ def _without(scene: Scene, object_id: str) -> Scene:
 def _poison(data: Data, scene: Scene) -> Scene:
     i = _index(data, scene)
     o = scene.objects[i]
-    values = [*o.pose, *o.size]
+    values = [*o.pose.as_planar(), *o.size]
     values[data.draw(st.integers(0, 5))] = data.draw(WEIRD)
     x, y, yaw, sx, sy, sz = values
-    return _put(scene, i, dataclasses.replace(o, pose=(x, y, yaw), size=(sx, sy, sz)))
+    return _put(scene, i, dataclasses.replace(o, pose=Pose.planar(x, y, yaw), size=(sx, sy, sz)))
 
 
 def _near_object(data: Data, scene: Scene, reach: float) -> tuple[float, float]:
     """A point within ``reach`` of some object's footprint: in it, touching it or just by."""
     o = data.draw(st.sampled_from(scene.objects))
     hx, hy = abs(o.size[0]) / 2 + reach, abs(o.size[1]) / 2 + reach
-    return (o.pose[0] + data.draw(st.floats(-hx, hx)), o.pose[1] + data.draw(st.floats(-hy, hy)))
+    return (o.pose.x + data.draw(st.floats(-hx, hx)), o.pose.y + data.draw(st.floats(-hy, hy)))
 
 
 def _nudge(data: Data, scene: Scene) -> Scene:
@@ -199,25 +201,25 @@ def _nudge(data: Data, scene: Scene) -> Scene:
     across its room (they start at least 0.6 m from its walls) or next to some object."""
     kind = data.draw(st.sampled_from(["robot", "goal", "object", "object", "object"]))
     if kind == "robot":
-        x, y, _ = scene.robot_pose
+        x, y = scene.robot_pose.x, scene.robot_pose.y
         if data.draw(st.booleans()):
             x, y = x + data.draw(st.floats(-1.5, 1.5)), y + data.draw(st.floats(-1.5, 1.5))
         else:
             x, y = _near_object(data, scene, 0.35)
-        return dataclasses.replace(scene, robot_pose=(x, y, data.draw(YAWS)))
+        return dataclasses.replace(scene, robot_pose=Pose.planar(x, y, data.draw(YAWS)))
     if kind == "goal":
         if not scene.goal_object_id:
             return scene
         goal = scene.object(scene.goal_object_id)
         if data.draw(st.booleans()):
             xy = (
-                goal.pose[0] + data.draw(st.floats(-1.5, 1.5)),
-                goal.pose[1] + data.draw(st.floats(-1.5, 1.5)),
+                goal.pose.x + data.draw(st.floats(-1.5, 1.5)),
+                goal.pose.y + data.draw(st.floats(-1.5, 1.5)),
             )
         else:
             xy = _near_object(data, scene, 0.1)
         i = scene.objects.index(goal)
-        return _put(scene, i, dataclasses.replace(goal, pose=(*xy, 0.0)))
+        return _put(scene, i, dataclasses.replace(goal, pose=Pose.planar(*xy, 0.0)))
     i = _index(data, scene)
     o = scene.objects[i]
     if o.object_class == "wall":  # a long wall: a tilt of 0.01 rad moves its ends 1.5 cm
@@ -228,7 +230,7 @@ def _nudge(data: Data, scene: Scene) -> Scene:
         grow = st.floats(-1.2 * SIZE_TOLERANCE, 1.2 * SIZE_TOLERANCE)
         tilt = st.floats(-1.2 * AXIS_TOLERANCE, 1.2 * AXIS_TOLERANCE)
     turn = st.one_of(tilt, tilt.map(lambda v: v + math.pi / 2))
-    pose = (o.pose[0] + data.draw(shift), o.pose[1] + data.draw(shift), data.draw(turn))
+    pose = (o.pose.x + data.draw(shift), o.pose.y + data.draw(shift), data.draw(turn))
     size = (
         max(o.size[0] + data.draw(grow), 0.0),
         max(o.size[1] + data.draw(grow), 0.0),
@@ -236,7 +238,7 @@ def _nudge(data: Data, scene: Scene) -> Scene:
     )
     if pose[2] > math.pi / 4:  # a quarter turn: the same object, its extents swapped
         size = (size[1], size[0], size[2])
-    return _put(scene, i, dataclasses.replace(o, pose=pose, size=size))
+    return _put(scene, i, dataclasses.replace(o, pose=Pose.planar(*pose), size=size))
 
 
 MUTATIONS: tuple[Callable[[Data, Scene], Scene], ...] = (
@@ -382,14 +384,14 @@ def _assert_faithful(
     shapes: list[tuple[str, Polygon]] = []
     for o in boxes:
         model = task.box(slot_of[o.id])
-        assert (model.x, model.y) == (o.pose[0], o.pose[1]) and inside(model.x, model.y)
-        turns = o.pose[2] / (math.pi / 2)
+        assert (model.x, model.y) == (o.pose.x, o.pose.y) and inside(model.x, model.y)
+        turns = o.pose.yaw / (math.pi / 2)
         quarter = round(turns)
         assert abs(turns - quarter) * math.pi / 2 <= AXIS_TOLERANCE + EPS
         sx, sy = (o.size[1], o.size[0]) if quarter % 2 else (o.size[0], o.size[1])
         assert abs(sx - bx) <= SIZE_TOLERANCE + EPS and abs(sy - by) <= SIZE_TOLERANCE + EPS
         assert abs(o.size[2] - bz) <= HEIGHT_TOLERANCE + EPS
-        footprint = _rectangle(o.pose[0], o.pose[1], o.size[0] / 2, o.size[1] / 2, o.pose[2])
+        footprint = _rectangle(o.pose.x, o.pose.y, o.size[0] / 2, o.size[1] / 2, o.pose.yaw)
         grown = task.box_rect(model.x, model.y)
         half = SIZE_TOLERANCE / 2 + EPS
         assert all(
@@ -403,7 +405,7 @@ def _assert_faithful(
     # within AXIS_TOLERANCE stands for its bounding box).
     model_walls = task.walls()
     scene_walls = [
-        _rectangle(o.pose[0], o.pose[1], o.size[0] / 2, o.size[1] / 2, o.pose[2]) for o in walls
+        _rectangle(o.pose.x, o.pose.y, o.size[0] / 2, o.size[1] / 2, o.pose.yaw) for o in walls
     ]
     for poly in scene_walls:
         assert _distance_to_rects(_samples(poly), model_walls).max() <= WALL_TOLERANCE + EPS

@@ -124,6 +124,6 @@ def test_a_camp_method_from_a_bundle_takes_the_settings_and_a_missing_bundle_is_
     with pytest.raises(CampError, match="no selector bundle at"):
         bundled_camp_method(pipe, "bfs_replan", tmp_path / "none.pt")
     namo = Pipeline.create("namo", None, tmp_path)
-    method = bundled_camp_method(namo, "tamp", settings={"guide": "none"}, timeout_s=5.0)
+    method = bundled_camp_method(namo, "tamp", settings={"relaxed": "ompl"}, timeout_s=5.0)
     assert isinstance(method, CampMethod) and method.bundle.space
-    assert namo.planner_settings("tamp")["guide"] == "none" and namo.config["timeout_s"] == 5.0
+    assert namo.planner_settings("tamp")["relaxed"] == "ompl" and namo.config["timeout_s"] == 5.0

@@ -7,7 +7,8 @@ import pytest
 
 from camp_planner.domains.namo.world import generate_task
 from camp_planner.motion.ompl_se2 import edge_resolution, plan_base_path
-from camp_planner.sim.namo_scene import NamoScene, direct_client
+from camp_planner.sim.floor_scene import FloorScene
+from camp_planner.sim.pybullet_servers import direct_client
 
 TASK = generate_task(0, 1000)
 BOUNDS = (0.0, 0.0, 9.0, 9.0)
@@ -53,7 +54,7 @@ for _ in range(2):
 
 
 def test_a_fresh_process_with_the_same_seed_plans_the_same_paths() -> None:
-    # OMPL takes one seed per process, before its first random number.
+    # Nothing of a process's earlier queries leaks into a path: two fresh processes agree.
     runs = [
         subprocess.run(
             [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, check=True
@@ -63,27 +64,21 @@ def test_a_fresh_process_with_the_same_seed_plans_the_same_paths() -> None:
     assert runs[0] == runs[1] and runs[0].count("[(") == 2
 
 
-def _middle(seed: int, seeding: str) -> tuple[float, float, float]:
+def _middle(seed: int) -> tuple[float, float, float]:
     def free(x: float, y: float, yaw: float) -> bool:
         return not (4.0 < x < 5.0 and y < 7.0) and 0.3 < x < 8.7 and 0.3 < y < 8.7
 
-    result = plan_base_path((1, 1, 0), (8, 1, 0), (0, 0, 9, 9), free, seed=seed, seeding=seeding)
+    result = plan_base_path((1, 1, 0), (8, 1, 0), (0, 0, 9, 9), free, seed=seed)
     assert result.path is not None
     return result.path[len(result.path) // 2]
 
 
 def test_a_query_seeded_path_does_not_depend_on_the_queries_before_it() -> None:
-    first = _middle(5, "query")
-    _middle(7, "query")
-    _middle(9, "process")
-    assert _middle(5, "query") == first
-    # Seeded once per process, the same call carries on from the stream the others left.
-    assert _middle(5, "process") != _middle(5, "process")
-
-
-def test_an_unknown_seeding_is_refused() -> None:
-    with pytest.raises(ValueError, match="seeding"):
-        plan_base_path((1, 1, 0), (8, 1, 0), BOUNDS, _wall_free, seeding="thread")
+    first = _middle(5)
+    _middle(7)
+    _middle(9)
+    assert _middle(5) == first
+    assert _middle(7) != first
 
 
 def test_a_heading_of_exactly_pi_is_a_valid_goal() -> None:
@@ -115,7 +110,7 @@ def test_invalid_start_fails_fast_and_bad_arguments_are_refused() -> None:
 def test_base_path_in_the_namo_walls_is_collision_free_in_pybullet() -> None:
     goal = (TASK.goal[0] - 0.6, TASK.goal[1], 0.0)
     with direct_client() as client:
-        walls = NamoScene(TASK, client, boxes=[])
+        walls = FloorScene(TASK, client, boxes=[])
         result = plan_base_path(
             TASK.start, goal, BOUNDS, lambda x, y, t: walls.is_free((x, y, t)), timeout_s=10
         )

@@ -165,8 +165,8 @@ def nodes(namo_tiny: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
 
 def _local_code(service: Any, msg: Any, features: list[float] | None = None) -> int:
     """The code the wrapped service gives the same input in process (0: accepted)."""
+    from camp_planner.domains.interface.errors import ServiceError
     from camp_planner.ros.convert import scene_from_msg
-    from camp_planner.service.errors import ServiceError
 
     try:
         scene = scene_from_msg(msg) if msg.objects or not features else None
@@ -237,7 +237,7 @@ def test_plan_goal_fuzz(
 ) -> None:
     """Goals whose numbers are out of range or whose scene is broken: refused at once, with
     the code the service gives (never success, never ERROR_INTERNAL)."""
-    from camp_planner.service.errors import ServiceError
+    from camp_planner.domains.interface.errors import ServiceError
     from camp_planner.service.limits import check_plan_request
 
     client, procs, service, scenes = nodes

@@ -19,17 +19,17 @@ RESEARCH_CONFIG = Path(__file__).resolve().parents[2] / "research" / "config"
 def test_settings_are_read_as_yaml_values() -> None:
     from camp_planner.config import parse_settings as parse
 
-    assert parse(["guide=none", "motion_timeout_s=2", "relaxed=grid"]) == {
-        "guide": "none",
+    assert parse(["motion_planner=rrtconnect", "motion_timeout_s=2", "relaxed=grid"]) == {
+        "motion_planner": "rrtconnect",
         "motion_timeout_s": 2,
         "relaxed": "grid",
     }
     assert parse([]) == {}
-    assert parse(["restart_s=null", "restart_clock=wall"]) == {
+    assert parse(["restart_s=null", "restart_growth=2"]) == {
         "restart_s": None,
-        "restart_clock": "wall",
+        "restart_growth": 2,
     }
-    for bad in (["guide"], ["=none"], ["guide="], ["guide=[oops"]):
+    for bad in (["relaxed"], ["=grid"], ["relaxed="], ["relaxed=[oops"]):
         with pytest.raises(ValueError, match="--set"):
             parse(bad)
 

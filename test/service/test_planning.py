@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from camp_planner.domains.namo.scene_io import execute_steps, scene_from_task
-from camp_planner.service.errors import ErrorCode, ServiceError
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
+from camp_planner.domains.interface.scene import Pose
+from camp_planner.domains.namo.plan_io import PANDA_JOINTS, execute_steps
+from camp_planner.domains.namo.scene_io import scene_from_task
 from camp_planner.service.planning import CampService
-from camp_planner.service.types import PANDA_JOINTS
 from camp_planner.service.worker import PlanRequest, PlanWorker
 
 pytestmark = [pytest.mark.pybullet, pytest.mark.fast_downward, pytest.mark.slow]
@@ -100,17 +101,22 @@ def test_a_plan_executes_to_the_goal_in_a_fresh_simulator(service: CampService) 
     )
     assert result.base_path[0] == pytest.approx(task.start, abs=1e-3)
     assert result.steps[-1].base_path_end == len(result.base_path) - 1
+    assert result.joint_names == PANDA_JOINTS
+    # NAMO's actions name their box as their one argument; a step counts the arm motions so far.
+    for step in result.steps:
+        assert step.arguments == ([] if step.action == "move" else step.objects)
+    assert [s.arm_trajectory_end for s in manipulations] == list(range(1, len(manipulations) + 1))
+    assert result.steps[-1].arm_trajectory_end == len(result.arm_waypoints)
     # Replayed by a simulator of its own, the plan reaches the goal without a collision.
     mdp = service.pipe.domain.make_mdp(task, service.pipe.config)
-    steps = [(s.action, s.objects, s.target) for s in result.steps]
-    trace, done, why = execute_steps(mdp, steps)
-    assert (done, why) == (len(steps), "")
+    trace, done, why = execute_steps(mdp, result.steps)
+    assert (done, why) == (len(result.steps), "")
     assert mdp.is_terminal(trace[-1])
     mdp.close()
 
 
 def test_the_same_scene_gets_the_same_plan_after_planning_another(service: CampService) -> None:
-    # OMPL is seeded per query (motion_seeds: query), so a node's plan for a scene does not
+    # OMPL is seeded per query, so a node's plan for a scene does not
     # depend on the scenes it planned before.
     scene = scene_from_task(service.pipe.task("test", EASY_TASK))
     first = service.plan(scene)
@@ -145,7 +151,7 @@ def test_the_worker_stops_when_cancelled_or_overdue_and_recovers(
         t0 = time.monotonic()
         result = worker.run(request, limit_s=0.2)
         assert result.code == ErrorCode.TIMEOUT and time.monotonic() - t0 < 8.0
-        bad = dataclasses.replace(hard, robot_pose=(math.inf, 0.0, 0.0))
+        bad = dataclasses.replace(hard, robot_pose=Pose.planar(math.inf, 0.0, 0.0))
         result = worker.run(PlanRequest(bad))  # a fresh worker answers the next request
         assert result.code == ErrorCode.INVALID_SCENE and "infinite" in result.message
     finally:

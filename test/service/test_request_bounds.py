@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
 from camp_planner.domains.namo.scene_io import scene_from_task
-from camp_planner.service.errors import ErrorCode, ServiceError
 from camp_planner.service.limits import MAX_LAMBDA, MAX_TIMEOUT_S, check_plan_request
 from camp_planner.service.planning import CampService
 

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from camp_planner.service.errors import ErrorCode, ServiceError
-from camp_planner.service.scene import Scene
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
+from camp_planner.domains.interface.scene import Pose, Scene
 from camp_planner.service.types import PlanResult
 from camp_planner.service.worker import PlanRequest, PlanWorker
 
-SCENE = Scene(domain="namo", robot_pose=(0.0, 0.0, 0.0), objects=())
+SCENE = Scene(domain="namo", robot_pose=Pose.planar(0.0, 0.0, 0.0), objects=())
 
 
 def _wait_for(path: Path, limit_s: float = 120.0) -> None:

@@ -38,7 +38,7 @@ def trained_bundle(
     """Where ``camp train`` (and each seed of ``camp eval``) keeps the bundle it trains for
     ``config``, and where ``camp plan``/``camp select`` look for it.
 
-    Keyed by the configuration: a bundle trained in another world (``namo-cluttered.yaml``
+    Keyed by the configuration: a bundle trained in another world (``config/namo/cluttered.yaml``
     against the default) must neither overwrite this one nor be picked up for it. The
     configuration's own ``seed`` is left out of the key because ``camp eval`` shifts it per
     run to draw new tasks; the run is already in the ``seed<K>`` folder.

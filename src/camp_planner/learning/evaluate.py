@@ -145,7 +145,7 @@ def interleaved(methods: Sequence[T], n_test: int, seed: int = 0) -> Iterator[tu
     The runs an eval compares pair by pair are then seconds apart, and the host's speed, which
     drifts over minutes, is nearly the same for both. Method by method, minutes apart, two
     identical computations differed beyond the paired interval (``research/replan_jitter.py``
-    and docs/results.md, "Identical plans planned again"). Shuffled rather than rotated: a
+    and docs/results/history.md, "Identical plans planned again"). Shuffled rather than rotated: a
     rotation puts the same method before a given one on every task (the CAMP always after
     Stilman's algorithm), so whatever one run leaves behind for the next would fall on
     one method only."""

@@ -107,7 +107,7 @@ class SelectorConfig:
     # scored (return − λ · wall-clock seconds); "work", return − λ · the planner's count of
     # its work in nominal seconds (``Score.work_s``: collision checks, IK solves, grid cells
     # and task-planner calls at fixed costs), which is the same for the same plan on any
-    # machine at any load. One wall-clock run of a plan varies by 15-75 % (docs/results.md,
+    # machine at any load. One wall-clock run of a plan varies by 15-75 % (docs/results/history.md,
     # "Identical plans planned again"); on work a label says which context saves
     # computation, not which run was lucky. The objective of the eval stays on the wall clock.
     label_cost: str = "wall"

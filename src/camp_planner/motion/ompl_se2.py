@@ -33,26 +33,12 @@ PLANNERS: dict[str, Callable[[object], object]] = {
 
 SIMPLIFY = ("shortcut", "full", "none")
 
-# How OMPL's random numbers are seeded: once per process, or before every query.
-SEEDINGS = ("process", "query")
-
-_SEEDED: list[int] = []
-
 # The wall clock every budget here is measured on (a module attribute so that tests can
 # drive it without sleeping).
 _clock = time.perf_counter
 
 
 MAX_QUERY_S = 86400.0  # the longest wall-clock budget one OMPL query is given
-
-
-def _seed_once(seed: int) -> None:
-    """Seed OMPL's random numbers once per process, with the first call's seed: every later
-    query carries on from the stream the earlier ones left, so only a fresh process making
-    the same calls reproduces the same paths."""
-    if not _SEEDED:
-        ou.RNG.setSeed(max(1, seed))
-        _SEEDED.append(seed)
 
 
 def _seed_query(seed: int) -> None:
@@ -93,15 +79,14 @@ def plan_base_path(
     simplify: str = "shortcut",
     segment_m: float | None = None,
     max_checks: int | None = None,
-    seeding: str = "process",
 ) -> MotionResult:
     """A collision-free SE(2) path from ``start`` to ``goal`` within ``bounds`` =
     (x_min, y_min, x_max, y_max), or ``path=None`` when OMPL finds none before ``timeout_s``.
 
     ``max_checks``: when given, the search's budget is this many validity checks and
     ``timeout_s`` only caps its wall-clock time. A budget of work gives the same answer on
-    a slow machine as on a fast one (OMPL's random numbers are seeded per process, so the
-    same calls in a fresh process give the same paths); a budget of seconds gives up
+    a slow machine as on a fast one (OMPL's random numbers are seeded by ``seed`` before the
+    query, so the same call gives the same path); a budget of seconds gives up
     sooner on a slower or busier machine, and the plan built on the answer changes.
 
     ``simplify``: ``shortcut`` (default) removes vertices and pulls the path taut with
@@ -111,25 +96,21 @@ def plan_base_path(
     vs 1,600 collision checks; TAMP's planning time 40 vs 26 s over 20 runs) for paths 2 %
     shorter than ``shortcut``'s; raw paths are 1.9 times longer (paired in-room queries).
 
-    ``seeding``: ``process`` (the default) seeds OMPL's random numbers with the first
-    call's ``seed`` and lets every later query carry on from there, so a query's path
-    depends on every query the process made before it; ``query`` seeds OMPL with ``seed``
-    before this query, so its path depends on its own arguments alone.
+    OMPL's random numbers are seeded with ``seed`` before the query, so its path depends on
+    its own arguments alone, not on the queries the process made before it.
 
     ``segment_m``: when given, OMPL checks edges every ``segment_m`` of SE(2) distance
     (metres, plus half a metre per radian turned) whatever the bounds, in place of
     ``resolution``, which is a fraction of the bounds' extent: 0.004 of it is 5.7 cm in a
     9 m world, 2.8 cm in one 3.8 m room and 17.6 cm in a 30 m world.
 
-    Raises ValueError for an unknown planner name, simplification or seeding, for a
+    Raises ValueError for an unknown planner name or simplification, for a
     non-positive timeout, ``segment_m`` or ``max_checks``, and for ``max_checks`` with
     ``simplify="full"``."""
     if planner not in PLANNERS:
         raise ValueError(f"unknown OMPL planner '{planner}'; choose one of: {', '.join(PLANNERS)}")
     if simplify not in SIMPLIFY:
         raise ValueError(f"unknown simplify '{simplify}'; choose one of: {', '.join(SIMPLIFY)}")
-    if seeding not in SEEDINGS:
-        raise ValueError(f"unknown seeding '{seeding}'; choose one of: {', '.join(SEEDINGS)}")
     if not timeout_s > 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s}")
     # OMPL's timer overflows on huge budgets (1e10 s returned "no path" at once, as if
@@ -149,10 +130,7 @@ def plan_base_path(
         return MotionResult(None, _clock() - t0, 2, False)
 
     ou.setLogLevel(ou.LOG_ERROR)
-    if seeding == "query":
-        _seed_query(seed)
-    else:
-        _seed_once(seed)
+    _seed_query(seed)
     # OMPL checks edges only at discrete points, so an edge may clip a corner between two of
     # them and a returned waypoint then fails its own check. That is the discretisation's
     # fault, not evidence that no path exists: plan again with a finer resolution, for as

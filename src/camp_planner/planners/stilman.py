@@ -19,13 +19,12 @@ between the two is fair.
 
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any
 
 from camp_planner.core.mdp import Action, FactoredMDP, State
 from camp_planner.core.planner import Deadline, NoPlanFound, PlanningError
-from camp_planner.planners.tamp import InterfacePlanner, tamp_base
+from camp_planner.planners.tamp import InterfacePlanner, InterfaceSettings, tamp_base
 
 # Clears allowed along one way per box met on it (see ``Stilman._reach``).
 CLEARS_PER_BOX = 2
@@ -38,23 +37,17 @@ class _GoalReached(Exception):
 class Stilman(InterfacePlanner):
     """ResolveSpatialConstraints with backtracking over the order of obstructors.
 
-    Settings:
+    Settings, besides the shared :class:`InterfaceSettings` (by name or as ``settings``):
         max_depth: how deep obstructions of obstructions are resolved.
         placements: placements of one obstructor tried before the next obstructor (1: the
             first placement only).
         max_backtracks: placements undone per attempt, at most; past it a failed branch
             fails the call, so an unsolvable task still fails in seconds, not at the
             deadline (the search is exponential in the number of boxes moved).
-        motion_timeout_s, detour_timeout_s, motion_planner, relaxed, guide, restart_s,
-            restart_growth, edge_step_m, failed_motions, budget_clock, motion_seeds,
-            goal_en_route: as for the TAMP planner.
     """
 
     name = "stilman"
-    # 2: placements searched (``placements``, ``max_backtracks``). 3: relaxed grid searches
-    # on the free cells only (the same paths, in less time). 4: the clears allowed along
-    # one way grow with the boxes met on it (CLEARS_PER_BOX each, at least nine as
-    # before), instead of nine in all.
+    # Bumped whenever the same call would plan differently (CHANGELOG.md).
     version = "4"
 
     def __init__(
@@ -63,34 +56,10 @@ class Stilman(InterfacePlanner):
         max_depth: int = 4,
         placements: int = 3,
         max_backtracks: int = 12,
-        motion_timeout_s: float = 1.0,
-        detour_timeout_s: float = 0.5,
-        motion_planner: str = "RRTConnect",
-        relaxed: str = "grid",
-        guide: str = "doors",
-        restart_s: float | None = None,
-        restart_growth: float = 2.0,
-        edge_step_m: float | None = None,
-        failed_motions: str = "retry",
-        budget_clock: str = "wall",
-        motion_seeds: str = "process",
-        goal_en_route: bool = True,
+        settings: InterfaceSettings | None = None,
+        **named: Any,
     ) -> None:
-        super().__init__(
-            seed,
-            motion_timeout_s,
-            motion_planner,
-            detour_timeout_s,
-            relaxed,
-            guide,
-            restart_s,
-            restart_growth,
-            edge_step_m=edge_step_m,
-            failed_motions=failed_motions,
-            budget_clock=budget_clock,
-            motion_seeds=motion_seeds,
-            goal_en_route=goal_en_route,
-        )
+        super().__init__(seed, settings, named)
         if max_depth < 0:
             raise ValueError(f"max_depth must be non-negative, got {max_depth}")
         self.max_depth = max_depth
@@ -147,23 +116,13 @@ class Stilman(InterfacePlanner):
         }
 
     # --- ResolveSpatialConstraints --------------------------------------------------------
-    def _snapshot(self) -> tuple[Any, int, int, int]:
-        iface = self._interface
-        kept = {
-            "state": iface.state,
-            "at": iface.at,
-            "moved": set(iface.moved),
-            "blocks": {k: set(v) for k, v in iface.blocks.items()},
-            "near": set(iface.near),
-            "keep_out": list(iface.keep_out),
-        }
-        return copy.copy(kept), len(self._actions), len(self._states), self._resolved
+    def _snapshot(self) -> tuple[object, int, int, int]:
+        kept = self._interface.snapshot()
+        return kept, len(self._actions), len(self._states), self._resolved
 
-    def _restore(self, snap: tuple[Any, int, int, int]) -> None:
+    def _restore(self, snap: tuple[object, int, int, int]) -> None:
         kept, n_actions, n_states, self._resolved = snap
-        iface = self._interface
-        for key, value in kept.items():
-            setattr(iface, key, value)
+        self._interface.restore(kept)
         del self._actions[n_actions:]
         del self._states[n_states:]
 
@@ -171,8 +130,8 @@ class Stilman(InterfacePlanner):
         self._actions += outcome.actions
         self._states += outcome.states
         if self._interface.at_goal():
-            # A motion to an obstructor passed the goal (``goal_en_route``): done, with no
-            # backtracking that could undo it.
+            # A motion to an obstructor passed the goal: done, with no backtracking that
+            # could undo it.
             raise _GoalReached
 
     def _reach(

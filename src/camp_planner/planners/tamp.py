@@ -12,15 +12,20 @@ grasp and placement sampling). The loop:
    every path, found by planning again while ignoring movable objects); those facts are added
    to the symbolic state and the task planner replans from where refinement stopped.
 
-Time is tracked per stage (task planning, refinement and the domain's own stages such as
-motion planning) in :attr:`Planner.stage_times`; every call honours its :class:`Deadline`.
+Budgets (restart cutoffs, motion-planning budgets) are measured on the work the planning
+call has done, in nominal seconds, so the same call makes the same plan on any machine; the
+call's own timeout stays on the wall clock. Time is tracked per stage (task planning,
+refinement and the domain's own stages such as motion planning) in
+:attr:`Planner.stage_times`; every call honours its :class:`Deadline`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,20 +41,11 @@ from camp_planner.core.planner import (
 )
 from camp_planner.planners.fast_downward import FDRunner
 
-# How a domain's interface names obstructions (see ``TAMP``'s ``relaxed`` setting).
-RELAXED_MODES = ("grid", "ompl", "ompl_doors")
-# How a domain's interface splits base motions (see ``TAMP``'s ``guide`` setting).
-GUIDES = ("doors", "none", "rooms")
-FAILED_MOTIONS = ("retry", "give_up")
-# What TAMP's budgets (restart cutoffs, motion-planning budgets) are measured on.
-BUDGET_CLOCKS = ("wall", "work")
-# How the motion planner's random numbers are seeded: the values of
-# ``motion.ompl_se2.SEEDINGS``, named here because planners do not load OMPL (only the
-# domain's interface does); a test keeps the two the same.
-MOTION_SEEDS = ("process", "query")
-# ``budget_clock: work``: the nominal cost of one Fast Downward call, a fixed part and a part
-# per character of the problem, which its translator reads (fitted to 79 calls in the paper's
-# world and the 10×10 one on the machine of record, 2026-11-28: 12 ms and 48 ms medians).
+# How a domain's interface names obstructions (see :class:`InterfaceSettings`).
+RELAXED_MODES = ("grid", "ompl")
+# The nominal cost of one Fast Downward call, a fixed part and a part per character of the
+# problem, which its translator reads (fitted to 79 calls in the paper's world and the
+# 10×10 one on the machine of record, 2026-11-28: 12 ms and 48 ms medians).
 FD_CALL_WORK_S = 0.015
 FD_CHAR_WORK_S = 7e-5
 
@@ -59,35 +55,74 @@ def fd_work(problem: str) -> float:
     return FD_CALL_WORK_S + FD_CHAR_WORK_S * len(problem)
 
 
+@dataclass(frozen=True)
+class InterfaceSettings:
+    """The settings every planner over a domain's TAMP interface shares (TAMP and Stilman's
+    algorithm), declared once and handed to the interface as they are.
+
+    Attributes:
+        motion_timeout_s: the budget of one motion-planning query, in nominal seconds of
+            work (capped by the call's deadline).
+        motion_planner: the OMPL planner for base motions (e.g. RRTConnect).
+        detour_timeout_s: the budget for looking for a way around known obstructions.
+        relaxed: how obstructions are named. ``grid`` (the default): a path through the
+            fewest movable objects. ``ompl``: one motion plan through movable objects,
+            whichever it crosses, as Srivastava et al.'s interface layer does (the paper's
+            setting: slower, kept for comparison with the paper).
+        restart_s: the first attempt's cutoff, in nominal seconds of work not spent on
+            steps refined successfully; past it planning starts over with fresh samples.
+            None (the default) never restarts.
+        restart_growth: each further attempt's cutoff is the last one's times this.
+    """
+
+    motion_timeout_s: float = 1.0
+    motion_planner: str = "RRTConnect"
+    detour_timeout_s: float = 0.5
+    relaxed: str = "grid"
+    restart_s: float | None = None
+    restart_growth: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not self.motion_timeout_s > 0:
+            raise ValueError(f"motion_timeout_s must be positive, got {self.motion_timeout_s}")
+        if self.relaxed not in RELAXED_MODES:
+            raise ValueError(
+                f"relaxed must be one of {', '.join(RELAXED_MODES)}, got {self.relaxed!r}"
+            )
+        if self.restart_s is not None and not self.restart_s > 0:
+            raise ValueError(f"restart_s must be positive (or null: off), got {self.restart_s}")
+        if not self.restart_growth >= 1:
+            raise ValueError(f"restart_growth must be at least 1, got {self.restart_growth}")
+        # Configuration files and ``--set`` give whole numbers where seconds are meant.
+        for name in ("motion_timeout_s", "detour_timeout_s", "restart_growth"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        if self.restart_s is not None:
+            object.__setattr__(self, "restart_s", float(self.restart_s))
+
+
+SETTING_NAMES = tuple(f.name for f in dataclasses.fields(InterfaceSettings))
+
+
 class AttemptCutoff(Deadline):
-    """One attempt's budget inside a planning call's ``outer`` deadline, whose clock can be
-    turned back by the time the attempt spent making progress (see ``restart_clock``).
+    """One attempt's budget inside a planning call's ``outer`` deadline, measured on
+    ``clock`` (the planner's work done) and turned back by the work the attempt spent
+    making progress (:meth:`credit`). It is expired once ``outer`` is."""
 
-    ``clock``: what the cutoff is measured on, the outer deadline's clock unless given (a
-    clock of work done: see ``budget_clock``). It never reaches past ``outer``: on the same
-    clock credit beyond what the call has left is not given; on another, the cutoff is
-    expired once ``outer`` is."""
-
-    def __init__(
-        self, cutoff: float, outer: Deadline, clock: Callable[[], float] | None = None
-    ) -> None:
-        super().__init__(cutoff, outer.clock if clock is None else clock)
+    def __init__(self, cutoff: float, outer: Deadline, clock: Callable[[], float]) -> None:
+        super().__init__(cutoff, clock)
         self.outer = outer
-        self._own_clock = clock is not None and clock is not outer.clock
 
     @property
     def call(self) -> Deadline:
         return self.outer.call
 
     def expired(self) -> bool:
-        return super().expired() or (self._own_clock and self.outer.expired())
+        return super().expired() or self.outer.expired()
 
     def credit(self, seconds: float) -> None:
         """Give back ``seconds`` the attempt spent on work that succeeded."""
         assert self.seconds is not None
         self.seconds += seconds
-        if not self._own_clock:
-            self.seconds = min(self.seconds, self.elapsed + self.outer.remaining)
 
 
 class Stuck(NoPlanFound):
@@ -135,6 +170,14 @@ class TampInterface(Protocol):
     def at_goal(self) -> bool:
         """Whether the current state achieves the task."""
 
+    def snapshot(self) -> object:
+        """What :meth:`restore` needs to bring the interface back to where it is now: its
+        current state and symbolic knowledge, not its random numbers (a search that backs
+        up draws fresh samples)."""
+
+    def restore(self, snapshot: object) -> None:
+        """Go back to a :meth:`snapshot` of this interface."""
+
     def close(self) -> None:
         """Undo any planning-only change to the domain's simulator."""
 
@@ -147,7 +190,8 @@ def tamp_base(mdp: FactoredMDP) -> tuple[Any, CAMP | None]:
     """The domain MDP offering a TAMP interface, and the CAMP wrapped around it if any.
 
     The domain MDP provides ``tamp_interface(state, camp, seed, settings)`` returning a
-    :class:`TampInterface` for one planning call (e.g. ``NamoMDP``)."""
+    :class:`TampInterface` for one planning call (e.g. ``NamoMDP``), ``settings`` being the
+    planner's :class:`InterfaceSettings`."""
     camp = mdp if isinstance(mdp, CAMP) else None
     base: Any = camp.base if camp is not None else mdp
     if not hasattr(base, "tamp_interface"):
@@ -159,81 +203,32 @@ def tamp_base(mdp: FactoredMDP) -> tuple[Any, CAMP | None]:
 
 
 class InterfacePlanner(Planner):
-    """What planners over a domain's TAMP interface share: motion settings, the verified plan
-    (actions and the states they lead to, mapped into the CAMP if there is one) and the
-    interface's stage times."""
+    """What planners over a domain's TAMP interface share: their :class:`InterfaceSettings`,
+    restarts, the work clock, the verified plan (actions and the states they lead to, mapped
+    into the CAMP if there is one) and the interface's stage times.
+
+    A subclass takes its own settings as parameters and the shared ones by name (``named``),
+    or as one ``settings`` object that the named ones then override."""
 
     def __init__(
-        self,
-        seed: int,
-        motion_timeout_s: float,
-        motion_planner: str,
-        detour_timeout_s: float,
-        relaxed: str = "grid",
-        guide: str = "doors",
-        restart_s: float | None = None,
-        restart_growth: float = 2.0,
-        stuck_restarts: int = 0,
-        restart_clock: str = "wall",
-        edge_step_m: float | None = None,
-        failed_motions: str = "retry",
-        budget_clock: str = "wall",
-        motion_seeds: str = "process",
-        goal_en_route: bool = True,
+        self, seed: int, settings: InterfaceSettings | None, named: Mapping[str, Any]
     ) -> None:
         super().__init__(seed)
-        if not isinstance(goal_en_route, bool):
-            raise ValueError(f"goal_en_route must be true or false, got {goal_en_route!r}")
-        if motion_seeds not in MOTION_SEEDS:
+        unknown = sorted(set(named) - set(SETTING_NAMES))
+        if unknown:
             raise ValueError(
-                f"motion_seeds must be one of {', '.join(MOTION_SEEDS)}, got {motion_seeds!r}"
+                f"unknown setting(s) {', '.join(repr(k) for k in unknown)} for planner "
+                f"'{self.name}'; it accepts: {', '.join(self.accepted_settings())}"
             )
-        if budget_clock not in BUDGET_CLOCKS:
-            raise ValueError(
-                f"budget_clock must be one of {', '.join(BUDGET_CLOCKS)}, got {budget_clock!r}"
-            )
-        self.budget_clock = budget_clock
-        if failed_motions not in FAILED_MOTIONS:
-            raise ValueError(
-                f"failed_motions must be one of {', '.join(FAILED_MOTIONS)}, got {failed_motions!r}"
-            )
-        if edge_step_m is not None and not edge_step_m > 0:
-            raise ValueError(f"edge_step_m must be positive (or null), got {edge_step_m}")
-        if restart_clock not in ("wall", "stalled"):
-            raise ValueError(f"restart_clock must be 'wall' or 'stalled', got {restart_clock!r}")
-        self.restart_clock = restart_clock
-        if stuck_restarts < 0:
-            raise ValueError(f"stuck_restarts must be non-negative, got {stuck_restarts}")
-        self.stuck_restarts = int(stuck_restarts)
+        self.settings = dataclasses.replace(settings or InterfaceSettings(), **named)
+        self.restart_s = self.settings.restart_s
+        self.restart_growth = self.settings.restart_growth
+        self.stuck_restarts = 0  # TAMP's loops (see Stuck); Stilman's algorithm has none
         self.stucks = 0  # attempts that ended in a loop (see Stuck) in the last planning call
-        if not motion_timeout_s > 0:
-            raise ValueError(f"motion_timeout_s must be positive, got {motion_timeout_s}")
-        if restart_s is not None and not restart_s > 0:
-            raise ValueError(f"restart_s must be positive (or null: off), got {restart_s}")
-        if not restart_growth >= 1:
-            raise ValueError(f"restart_growth must be at least 1, got {restart_growth}")
-        self.restart_s = None if restart_s is None else float(restart_s)
-        self.restart_growth = float(restart_growth)
         self.cutoffs = 0  # attempts abandoned at their cutoff in the last planning call
         self._attempt_seed = seed
-        if relaxed not in RELAXED_MODES:
-            raise ValueError(f"relaxed must be one of {', '.join(RELAXED_MODES)}, got {relaxed!r}")
-        if guide not in GUIDES:
-            raise ValueError(f"guide must be one of {', '.join(GUIDES)}, got {guide!r}")
-        self.settings: dict[str, Any] = {
-            "motion_timeout_s": motion_timeout_s,
-            "motion_planner": motion_planner,
-            "detour_timeout_s": detour_timeout_s,
-            "relaxed": relaxed,
-            "guide": guide,
-            "edge_step_m": None if edge_step_m is None else float(edge_step_m),
-            "failed_motions": failed_motions,
-            "budget_clock": budget_clock,
-            "motion_seeds": motion_seeds,
-            "goal_en_route": bool(goal_en_route),
-        }
-        # Work done in this planning call, in nominal seconds (``budget_clock: work``): what
-        # closed interfaces and task planning did, and the interface at work now.
+        # Work done in this planning call, in nominal seconds: what closed interfaces and
+        # task planning did, and the interface at work now.
         self._work_done = 0.0
         self._live: Any = None
         self._mdp: FactoredMDP | None = None
@@ -241,6 +236,17 @@ class InterfacePlanner(Planner):
         self._expected: list[State] = []
         self._step = 0
         self.last_stats: dict[str, Any] = {}
+
+    @classmethod
+    def accepted_settings(cls) -> list[str]:
+        """Every setting the planner takes by name: its own, then the shared ones."""
+        own = [
+            p.name
+            for p in inspect.signature(cls.__init__).parameters.values()
+            if p.name not in ("self", "seed", "settings")
+            and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        ]
+        return [*own, *SETTING_NAMES]
 
     def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
         tamp_base(mdp)  # a clear error for domains without an interface, before any work
@@ -253,8 +259,7 @@ class InterfacePlanner(Planner):
         """``_solve`` with restarts: with ``restart_s`` set, an attempt that has not finished
         after its cutoff is abandoned and planning starts over from ``state`` with fresh
         randomness (target poses, placements, OMPL's trees), the cutoff growing by
-        ``restart_growth`` each time; the attempt the deadline would end anyway gets all
-        that is left.
+        ``restart_growth`` each time.
 
         Why: the refiners sample, and a few early draws (a box put down where it blocks
         the next way, a cramped approach pose) send a run into a long series of replans.
@@ -262,10 +267,10 @@ class InterfacePlanner(Planner):
         task 15, universal context, 8 seeds: median 0.7 s, slowest 13.5 s), the heavy
         tail for which restarting randomised search is the standard cure (Gomes, Selman
         and Kautz, AAAI 1998). A geometric schedule bounds what a task that truly needs a
-        long run loses. With ``restart_clock: stalled`` the cutoff counts only the time an
-        attempt is stalled: the time of every refinement that succeeded is given back (see
-        :meth:`_progress`), so a task that needs many steps is not cut off for its length,
-        only for its failures and replans. Attempts that fail (no plan, unsolvable) are not
+        long run loses. The cutoff counts only the work an attempt does while stalled:
+        the work of every refinement that succeeded is given back (see :meth:`_progress`),
+        so a task that needs many steps is not cut off for its length, only for its
+        failures and replans. Attempts that fail (no plan, unsolvable) are not
         restarted: they end the call, so a CAMP whose context cannot work still fails
         fast. The exception is an attempt caught in a loop (:class:`Stuck`): it starts over
         at once, whatever ``restart_s``, up to ``stuck_restarts`` times per call."""
@@ -281,25 +286,23 @@ class InterfacePlanner(Planner):
         """The attempts of one planning call (see :meth:`_solve_restarting`)."""
         cutoff = self.restart_s
         attempt = 0
-        work = self.budget_clock == "work"
         while True:
             # Attempt 0 keeps the planner's seed: without a cutoff nothing changes.
             self._attempt_seed = self.seed + 104_729 * attempt
-            # On the work clock the attempt that the deadline would end anyway is not
-            # foreseen (that would read the wall clock): every attempt gets its cutoff, and
-            # the deadline ends whichever runs when it passes.
-            last = cutoff is None or (not work and deadline.remaining <= cutoff)
+            # Which attempt the call's deadline will end is not foreseen (that would read
+            # the wall clock): every attempt gets its cutoff, and the deadline ends
+            # whichever runs when it passes.
+            attempt_deadline = deadline
+            if cutoff is not None:
+                attempt_deadline = AttemptCutoff(cutoff, deadline, self.work)
             try:
-                attempt_deadline = deadline
-                if cutoff is not None and not last:
-                    attempt_deadline = AttemptCutoff(cutoff, deadline, self.work if work else None)
                 self._solve(state, attempt_deadline)
                 return
             except PlanningTimeout:
-                if last or cutoff is None:  # (cutoff is None implies last; for mypy)
+                if cutoff is None:
                     raise
                 deadline.check()
-                if work and not attempt_deadline.expired():
+                if not attempt_deadline.expired():
                     # Not the attempt's cutoff but the call's time running short (Fast
                     # Downward does not start in too little of it): a restart would not
                     # have more.
@@ -317,10 +320,10 @@ class InterfacePlanner(Planner):
         raise NotImplementedError
 
     def work(self) -> float:
-        """Work done in this planning call so far, in nominal seconds: the clock of
-        ``budget_clock: work``. It counts what the interfaces report (NAMO: collision
-        checks, IK solves, grid cells searched; see ``NamoTampInterface.work``) and task
-        planning, each at a fixed cost, so it reads the same on any machine."""
+        """Work done in this planning call so far, in nominal seconds: the clock budgets
+        are measured on. It counts what the interfaces report (NAMO: collision checks, IK
+        solves, grid cells searched; see ``NamoTampInterface.work``) and task planning,
+        each at a fixed cost, so it reads the same on any machine."""
         live = self._live
         return self._work_done + (float(live.work()) if live is not None else 0.0)
 
@@ -329,11 +332,11 @@ class InterfacePlanner(Planner):
         self._live = interface if hasattr(interface, "work") else None
         return interface
 
-    def _progress(self, deadline: Deadline, seconds: float) -> None:
-        """Record ``seconds`` of work that succeeded (a refined step) in an attempt: under
-        ``restart_clock: stalled`` they do not count toward its cutoff."""
-        if self.restart_clock == "stalled" and isinstance(deadline, AttemptCutoff):
-            deadline.credit(seconds)
+    def _progress(self, deadline: Deadline, work: float) -> None:
+        """Record ``work`` that succeeded (a refined step) in an attempt: it does not count
+        toward the attempt's cutoff."""
+        if isinstance(deadline, AttemptCutoff):
+            deadline.credit(work)
 
     def _add_time(self, stage: str, seconds: float) -> None:
         self.stage_times[stage] = self.stage_times.get(stage, 0.0) + seconds
@@ -358,64 +361,21 @@ class InterfacePlanner(Planner):
 
 
 class TAMP(InterfacePlanner):
-    """Interface-layer TAMP: Fast Downward for tasks, the domain's refiners for motions.
+    """Interface-layer TAMP: Fast Downward (its translator kept resident) for tasks, the
+    domain's refiners for motions.
 
-    Settings:
+    Settings, besides the shared :class:`InterfaceSettings` (by name or as ``settings``):
         search: Fast Downward's ``--search`` for the symbolic layer.
         max_replans: give up (no plan) after this many refinement failures.
         max_resamples: how many unexplained refinement failures (nothing learnt) are retried
             with fresh samples before giving up.
-        motion_timeout_s: the budget of one motion-planning query (capped by the deadline).
-        motion_planner: the OMPL planner for base motions (e.g. RRTConnect).
-        detour_timeout_s: the budget for looking for a way around known obstructions.
-        relaxed: how obstructions are named: ``grid`` (a path through the fewest movable
-            objects), ``ompl`` (one motion plan through movable objects, whichever it
-            crosses: the paper's interface layer) or ``ompl_doors`` (the same, planned
-            doorway to doorway along the shortest route that ignores movable objects).
-        guide: ``doors`` splits a base motion that crosses rooms into OMPL queries from
-            doorway to doorway, each within one room (the route from a grid search), and
-            falls back to one whole query if a piece fails; ``none`` always plans whole;
-            ``rooms`` is ``doors`` with motions inside one room planned in that room's
-            bounds first (the whole world's if that fails).
-        fd_mode: ``driver`` or ``resident`` (see the Fast Downward planner).
-        restart_s: cutoff (seconds) of the first attempt of a planning call, after which
-            planning starts over with fresh samples; null (the default) never restarts.
-        restart_growth: each further attempt's cutoff is the last one's times this.
         stuck_restarts: how many times a call starts over with fresh samples when an
             attempt goes round in a loop (the same unsolvable symbolic problem from the same
             state, after forgetting: see :class:`Stuck`); 0 ends the call there instead.
-        restart_clock: what counts toward ``restart_s``: ``wall`` every second of the
-            attempt; ``stalled`` only the seconds not spent refining steps that succeeded
-            (task planning, failed refinements), so long plans are not cut off for length.
-        edge_step_m: OMPL checks a base motion's edges every this many metres of SE(2)
-            distance, in every query's bounds alike; null (the default) keeps the domain's
-            own resolution (NAMO: 0.4 % of the query's extent, so 2.8 cm in one room and
-            17.6 cm across a 10×10 world).
-        failed_motions: ``retry`` (the default) plans a motion in the whole world's bounds
-            when its guided or in-room OMPL search fails, and searches again whenever a
-            refiner asks for the same motion; ``give_up`` takes such a failed search as the
-            motion's answer, and answers a motion that already failed in this planning call
-            (same poses, same boxes, no larger budget) at once.
-        budget_clock: what ``restart_s``, ``motion_timeout_s`` and ``detour_timeout_s`` are
-            measured on. ``wall`` (the default): seconds, so a slower or busier machine gives
-            up sooner and plans differently. ``work``: work done in nominal seconds (each
-            collision check, IK solve, grid cell searched and Fast Downward call at a fixed
-            cost, about its time on the machine of record), so the same command makes the
-            same plans on any machine; OMPL then stops after a number of validity checks.
-            The planning call's timeout stays on the wall clock either way.
-        motion_seeds: how the motion planner's random numbers are seeded. ``process`` (the
-            default): once per process, so a query's samples carry on from every query the
-            process made before, and the same task planned twice in one process (or after
-            another task) gets another plan. ``query``: before every query, from the
-            planning call's own random numbers, so a call's plan depends on its task,
-            context, seed and settings alone.
-        goal_en_route: when a motion to somewhere else reaches the goal on its way, the
-            plan ends there (the default); false keeps the earlier behaviour, where such a
-            motion failed because it ended short of where it was going.
     """
 
     name = "tamp"
-    # 2: relaxed grid searches run on the free cells only (the same paths, in less time).
+    # Bumped whenever the same call would plan differently (CHANGELOG.md).
     version = "2"
 
     def __init__(
@@ -423,43 +383,20 @@ class TAMP(InterfacePlanner):
         seed: int = 0,
         search: str = "astar(lmcut())",
         max_replans: int = 30,
-        motion_timeout_s: float = 1.0,
-        motion_planner: str = "RRTConnect",
-        detour_timeout_s: float = 0.5,
-        fd_mode: str = "driver",
-        relaxed: str = "grid",
         max_resamples: int = 3,
-        guide: str = "doors",
-        restart_s: float | None = None,
-        restart_growth: float = 2.0,
         stuck_restarts: int = 2,
-        restart_clock: str = "wall",
-        edge_step_m: float | None = None,
-        failed_motions: str = "retry",
-        budget_clock: str = "wall",
-        motion_seeds: str = "process",
-        goal_en_route: bool = True,
+        settings: InterfaceSettings | None = None,
+        **named: Any,
     ) -> None:
-        super().__init__(
-            seed,
-            motion_timeout_s,
-            motion_planner,
-            detour_timeout_s,
-            relaxed,
-            guide,
-            restart_s,
-            restart_growth,
-            stuck_restarts,
-            restart_clock,
-            edge_step_m,
-            failed_motions,
-            budget_clock,
-            motion_seeds,
-            goal_en_route,
-        )
+        super().__init__(seed, settings, named)
+        if stuck_restarts < 0:
+            raise ValueError(f"stuck_restarts must be non-negative, got {stuck_restarts}")
+        self.stuck_restarts = int(stuck_restarts)
         if max_replans < 0:
             raise ValueError(f"max_replans must be non-negative, got {max_replans}")
-        self.runner = FDRunner(search=search, mode=fd_mode)
+        # TAMP calls Fast Downward at every replan: the driver's interpreter start-up cost
+        # 0.6-0.8 s of task planning per NAMO episode, which the resident translator saves.
+        self.runner = FDRunner(search=search, mode="resident")
         self.max_replans = max_replans
         if max_resamples < 0:
             raise ValueError(f"max_resamples must be non-negative, got {max_resamples}")
@@ -513,16 +450,11 @@ class TAMP(InterfacePlanner):
                 deadline.check()
                 domain, problem = interface.pddl()
                 t0 = time.perf_counter()
-                # Counted at a nominal cost whatever the budgets' clock (``work_total``).
                 self._work_done += fd_work(problem)
                 try:
-                    if self.budget_clock == "work":
-                        # Fast Downward is killed only at the call's deadline: killed at an
-                        # attempt's cutoff, it would end a different attempt on a slower
-                        # machine.
-                        lines = self.runner.solve(domain, problem, deadline.call)
-                    else:
-                        lines = self.runner.solve(domain, problem, deadline)
+                    # Fast Downward is killed only at the call's deadline: killed at an
+                    # attempt's cutoff, it would end a different attempt on a slower machine.
+                    lines = self.runner.solve(domain, problem, deadline.call)
                 except Unsolvable:
                     # The obstructions learnt so far, each read off one sampled path, cannot
                     # all hold of the ways the plan needs (e.g. A blocks the way to B and B
@@ -563,7 +495,7 @@ class TAMP(InterfacePlanner):
                     actions += outcome.actions
                     states += outcome.states
                     if interface.at_goal():
-                        break  # reached on the way (``goal_en_route``): the rest is moot
+                        break  # reached on the way to somewhere else: the rest is moot
                 if failed is None:
                     if not interface.at_goal():
                         raise NoPlanFound("the refined plan does not reach the goal")
@@ -595,7 +527,6 @@ class TAMP(InterfacePlanner):
             "cutoffs": self.cutoffs,
             "stuck": self.stucks,
             "collision_checks": int(getattr(interface, "checks", 0)),
-            "failed_motions_remembered": int(getattr(interface, "failures_remembered", 0)),
         }
         if not self._plan:
             raise NoPlanFound("the task planner returned an empty plan outside the goal")

@@ -1,7 +1,8 @@
-"""Bring the NAMO nodes up without the launch system (ROS 2's manual composition).
+"""Bring a domain's nodes up without the launch system (ROS 2's manual composition).
 
 ``ros2 launch camp_planner namo.launch.py`` needs the ``launch`` packages, which are not
-installable from PyPI. This runs the same three nodes with the same parameter file, either
+installable from PyPI. This runs the same three nodes (the planner, the TAMP server and the
+domain's sim node) with the same parameter file, either
 composed in one process on a multi-threaded executor or as one process per node (what the
 launch file does), and watches ``/camp_planner/status`` and ``/execution_report``.
 """
@@ -22,36 +23,37 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import (
+    ExternalShutdownException,
+    MultiThreadedExecutor,
+    SingleThreadedExecutor,
+)
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 
+from camp_msgs.msg import ExecutionReport, Plan, Status
+from camp_planner.core.errors import CampError
+from camp_planner.ros.common import EVENTS, EXECUTION_TOPIC, LATCHED, PLAN_TOPIC, STATUS_TOPIC
+from camp_planner.ros.common import resolve_path as resolve_path  # scripts import it from here
+
 RCLError = _rclpy.RCLError  # rclpy raises it, but exports it only from its C extension
 
+# The nodes every system runs; each domain adds its sim node, "<domain>_sim" (sim_node.py).
 NODE_MODULES = {
     "tamp_server": "camp_planner.ros.tamp_server_node",
     "camp_planner": "camp_planner.ros.camp_planner_node",
-    "namo_sim": "camp_planner.ros.namo_sim_node",
 }
+SIM_SUFFIX = "_sim"
 
 
-def resolve_path(path: str | Path) -> Path:
-    """``path`` as given if it exists, else inside the installed package share folder, else
-    relative to the source tree (so a params file can name ``config/...`` from anywhere)."""
-    p = Path(path)
-    if p.is_absolute() or p.exists():
-        return p
-    for root in (Path(sys.prefix) / "share" / "camp_planner", Path(__file__).resolve().parents[3]):
-        if (root / p).exists():
-            return root / p
-    return p
+def system_nodes(domain: str = "namo") -> tuple[str, ...]:
+    """The nodes ``camp bringup DOMAIN`` (and ``launch/DOMAIN.launch.py``) starts."""
+    return (*NODE_MODULES, f"{domain}{SIM_SUFFIX}")
 
 
 def start_node(factory: Callable[[], Node]) -> Node:
     """Construct a node; a configuration it cannot start with (missing bundle or config file,
     unknown domain or planner) ends the process with one clear line and status 2."""
-    from camp_planner.core.errors import CampError
-
     enable_stack_dumps()
     try:
         return factory()
@@ -80,8 +82,6 @@ def make_executor(kind: str | None = None, threads: int = 4) -> Any:
     """
     kind = os.environ.get("CAMP_ROS_EXECUTOR") or kind or "multi"
     if kind == "single":
-        from rclpy.executors import SingleThreadedExecutor
-
         return SingleThreadedExecutor()
     if kind != "multi":
         raise ValueError(f"CAMP_ROS_EXECUTOR={kind!r}: choose single or multi")
@@ -146,9 +146,6 @@ class Watch:
 def monitor(node: Node, echo: Callable[[str], None] | None = None) -> Watch:
     """Subscribe ``node`` to the status, plan and execution topics; ``done`` is set when an
     execution report or an error status arrives."""
-    from camp_msgs.msg import ExecutionReport, Plan, Status
-    from camp_planner.ros.common import EVENTS, EXECUTION_TOPIC, LATCHED, PLAN_TOPIC, STATUS_TOPIC
-
     watch = Watch()
     say = echo or (lambda line: None)
 
@@ -177,11 +174,18 @@ def monitor(node: Node, echo: Callable[[str], None] | None = None) -> Watch:
 
 
 def node_command(name: str, params: Path) -> list[str]:
-    return [sys.executable, "-m", NODE_MODULES[name], "--ros-args", "--params-file", str(params)]
+    """The command that runs node ``name`` (of :func:`system_nodes`) with ``params``."""
+    if name in NODE_MODULES:
+        target = [NODE_MODULES[name]]
+    elif name.endswith(SIM_SUFFIX):
+        target = ["camp_planner.ros.sim_node", name.removesuffix(SIM_SUFFIX)]
+    else:
+        raise CampError(f"unknown node '{name}': choose one of {', '.join(system_nodes())}")
+    return [sys.executable, "-m", *target, "--ros-args", "--params-file", str(params)]
 
 
 def start_processes(
-    params: Path, names: Sequence[str] = tuple(NODE_MODULES)
+    params: Path, names: Sequence[str] = system_nodes()
 ) -> list[subprocess.Popen[bytes]]:
     """One process per node, as the launch file starts them (inherits the environment, so
     ``ROS_DOMAIN_ID`` and the discovery range carry over)."""

@@ -38,6 +38,8 @@ from camp_msgs.msg import Context as ContextMsg
 from camp_msgs.msg import Plan, SceneObservation, Status
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
+from camp_planner.ros.bringup import spin_nodes, start_node
 from camp_planner.ros.common import (
     ARM_TRAJECTORY_TOPIC,
     BASE_PATH_TOPIC,
@@ -54,7 +56,6 @@ from camp_planner.ros.common import (
 )
 from camp_planner.ros.convert import context_to_msg, scene_from_msg, scene_markers
 from camp_planner.ros.selection_node import SelectionNode
-from camp_planner.service.errors import ErrorCode, ServiceError
 from camp_planner.service.limits import MAX_LAMBDA, MAX_TIMEOUT_S
 from camp_planner.service.planning import CampService
 
@@ -420,8 +421,6 @@ def _out_of_range(name: str, value: Any) -> str:
 
 
 def main(args: list[str] | None = None) -> None:
-    from camp_planner.ros.bringup import spin_nodes, start_node
-
     rclpy.init(args=args)
     spin_nodes([start_node(CampPlannerNode)], kind="single")
 

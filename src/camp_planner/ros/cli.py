@@ -1,9 +1,13 @@
-"""``camp bringup`` and ``camp ros ...``: the NAMO nodes and a client, without ``ros2``.
+"""``camp bringup`` and ``camp ros ...``: a domain's nodes and a client, without ``ros2``.
 
 ``camp bringup namo`` is ``ros2 launch camp_planner namo.launch.py`` for machines without the
 launch system; ``camp ros select-context`` / ``camp ros plan`` / ``camp ros publish-scene``
 do what ``ros2 service call`` / ``ros2 action send_goal`` / ``ros2 topic pub`` would, for a
-task of the configured NAMO distribution.
+task of the configured distribution of a domain with a robot plug-in.
+
+The ``camp`` command imports this module for its parser on every run; rclpy, the nodes and the
+domains' simulators are imported inside the functions that run a ROS command, so that the
+rest of the CLI neither needs ROS nor pays for loading it.
 """
 
 from __future__ import annotations
@@ -12,28 +16,33 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from camp_planner.core.errors import CampError
+from camp_planner.domains import get_plugin, plugin_domains
+
+PARAMS = "config/ros/{system}_params.yaml"  # a system's ROS parameters (--params' default)
 
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser(
         "bringup",
-        help="run the NAMO nodes (camp_planner, tamp_server, namo_sim) like `ros2 launch`",
+        help="run a domain's nodes (camp_planner, tamp_server, <domain>_sim) like `ros2 launch`",
         description="Start the three nodes with one ROS parameter file and watch them: a task "
         "is published, a context selected, the CAMP built, TAMP plans, the simulator executes.",
     )
-    p.add_argument("system", choices=("namo",), help="what to bring up")
+    p.add_argument("system", choices=plugin_domains(), help="the domain to bring up")
     p.add_argument(
         "--params",
         type=Path,
-        default=Path("config/ros/namo_params.yaml"),
-        help="ROS 2 parameter file",
+        help=f"ROS 2 parameter file (default: {PARAMS.format(system='<system>')})",
     )
-    p.add_argument("--task", type=int, help="override namo_sim's task_index")
+    p.add_argument("--task", type=int, help="override the sim node's task_index")
     p.add_argument("--processes", action="store_true", help="one process per node (as launch does)")
     p.add_argument("--once", action="store_true", help="exit after the first execution report")
     p.add_argument(
@@ -49,9 +58,12 @@ def add_parsers(sub: Any) -> None:
     ):
         q = ros.add_parser(name, help=text, description=text)
         q.add_argument(
+            "--domain", choices=plugin_domains(), default="namo", help="the scene's domain"
+        )
+        q.add_argument(
             "--config",
             type=Path,
-            help="NAMO domain configuration the tasks come from (default: the domain's)",
+            help="domain configuration the tasks come from (default: the domain's)",
         )
         q.add_argument("--task", type=int, default=0, help="task index")
         q.add_argument("--split", choices=("train", "test"), default="test")
@@ -69,19 +81,19 @@ def add_parsers(sub: Any) -> None:
             q.add_argument(
                 "--wait-execution",
                 action="store_true",
-                help="then wait for namo_sim's execution report and print it",
+                help="then wait for the sim node's execution report and print it",
             )
 
 
 def _scene_msg(args: argparse.Namespace) -> Any:
-    from camp_planner.domains.namo.scene_io import scene_from_task
-    from camp_planner.ros.bringup import resolve_path
+    from camp_planner.ros.common import resolve_path
     from camp_planner.ros.convert import scene_to_msg
     from camp_planner.workflow import Pipeline
 
     config = resolve_path(args.config) if args.config is not None else None
-    pipe = Pipeline.create("namo", config, Path("artifacts"))
-    return scene_to_msg(scene_from_task(pipe.task(args.split, args.task)))
+    pipe = Pipeline.create(args.domain, config, Path("artifacts"))
+    task = pipe.task(args.split, args.task)
+    return scene_to_msg(get_plugin(args.domain).scene_from_task(task, None, "map"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -189,15 +201,24 @@ def _print(record: dict[str, Any], as_json: bool) -> None:
 def _bringup(args: argparse.Namespace) -> int:
     import rclpy
 
-    from camp_planner.ros.bringup import monitor, resolve_path, start_processes, stop_processes
+    from camp_planner.ros.bringup import (
+        monitor,
+        start_processes,
+        stop_processes,
+        system_nodes,
+    )
+    from camp_planner.ros.common import resolve_path
 
-    params = resolve_path(args.params)
+    given = args.params if args.params is not None else Path(PARAMS.format(system=args.system))
+    params = resolve_path(given)
     if not params.is_file():
-        raise CampError(f"no parameter file {args.params}")
+        raise CampError(f"no parameter file {given}")
     _check_params(params)
+    names = system_nodes(args.system)
+    sim = names[-1]
     ros_args = ["--ros-args", "--params-file", str(params)]
     if args.task is not None:
-        ros_args += ["-p", f"namo_sim:task_index:={args.task}"]
+        ros_args += ["-p", f"{sim}:task_index:={args.task}"]
     os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
     print(
         f"[bringup] ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}, discovery "
@@ -216,32 +237,30 @@ def _bringup(args: argparse.Namespace) -> int:
     try:
         if args.processes:
             if args.task is not None:
-                raise CampError("--task with --processes: set namo_sim.task_index in the file")
-            procs = start_processes(params)
+                raise CampError(f"--task with --processes: set {sim}.task_index in the file")
+            procs = start_processes(params, names)
         else:
             from camp_planner.ros.camp_planner_node import CampPlannerNode
-            from camp_planner.ros.namo_sim_node import NamoSimNode
+            from camp_planner.ros.sim_node import SimNode
             from camp_planner.ros.tamp_server_node import TampServerNode
 
-            print("[bringup] starting tamp_server (warm planning worker), camp_planner, namo_sim")
-            nodes = [TampServerNode(), CampPlannerNode(), NamoSimNode()]
+            print(f"[bringup] starting tamp_server (warm planning worker), camp_planner, {sim}")
+            nodes = [TampServerNode(), CampPlannerNode(), SimNode(args.system)]
             for node in nodes:
                 executor.add_node(node)
-        import threading
-
         spin = threading.Thread(target=executor.spin, daemon=True)
         spin.start()
         if not args.once:
             print(
                 "[bringup] running; Ctrl-C to stop. To watch it: "
-                "rviz2 -d config/ros/namo.rviz (the CAMP on /camp_planner/markers)"
+                f"rviz2 -d config/ros/{args.system}.rviz (the CAMP on /camp_planner/markers)"
             )
             while rclpy.ok():
                 time.sleep(0.5)
             return 0
         if not watch.done.wait(args.wait):
             raise CampError(f"no execution report within {args.wait:.0f} s")
-        return _report(watch, nodes)
+        return _report(watch, nodes, sim)
     except KeyboardInterrupt:
         return 130
     finally:
@@ -254,8 +273,6 @@ def _bringup(args: argparse.Namespace) -> int:
 
 
 def _check_params(path: Path) -> None:
-    import yaml
-
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -266,7 +283,7 @@ def _check_params(path: Path) -> None:
         raise CampError(f"{path}: expected `<node>: {{ros__parameters: {{...}}}}` blocks")
 
 
-def _report(watch: Any, nodes: list[Any]) -> int:
+def _report(watch: Any, nodes: list[Any], sim: str = "namo_sim") -> int:
     report, plan = watch.report, watch.plan
     if report is None:
         print("[bringup] planning failed; see the status lines above", file=sys.stderr)
@@ -288,7 +305,7 @@ def _report(watch: Any, nodes: list[Any]) -> int:
             f"{plan.expected_return:.0f}, objective {plan.objective:.1f}"
         )
     print(
-        f"[bringup] namo_sim executed {report.steps_executed}/{report.steps_total} steps: "
+        f"[bringup] {sim} executed {report.steps_executed}/{report.steps_total} steps: "
         f"{report.message}; goal reached: {report.goal_reached}"
     )
     for node in nodes:

@@ -24,6 +24,7 @@ from visualization_msgs.msg import MarkerArray
 from camp_msgs.action import PlanTask
 from camp_msgs.msg import ExecutionReport, Plan, SceneObservation, Status
 from camp_msgs.srv import SelectContext
+from camp_planner.ros.bringup import make_executor, spin_executor
 from camp_planner.ros.common import (
     EVENTS,
     EXECUTION_TOPIC,
@@ -71,8 +72,6 @@ class CampClient:
         self.node.create_subscription(Plan, PLAN_TOPIC, self.plans.append, LATCHED)
         self.markers: list[MarkerArray] = []
         self.node.create_subscription(MarkerArray, MARKERS_TOPIC, self.markers.append, LATCHED)
-        from camp_planner.ros.bringup import make_executor, spin_executor
-
         self._executor = make_executor("single")
         self._executor.add_node(self.node)
         self._thread = threading.Thread(target=spin_executor, args=(self._executor,), daemon=True)

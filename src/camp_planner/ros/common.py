@@ -1,7 +1,9 @@
-"""What the nodes share: QoS profiles, topic names and the service parameters."""
+"""What the nodes share: QoS profiles, topic names, the service parameters and where
+their files are found."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +32,25 @@ SELECT_SERVICE = "select_context"
 PLAN_ACTION = "plan_task"
 
 
-def default_bundle() -> str:
-    """The selector bundle that ships with the package (empty if this install has none)."""
+def resolve_path(path: str | Path) -> Path:
+    """``path`` as given if it exists, else inside the installed package share folder, else
+    relative to the source tree (so a params file can name ``config/...`` from anywhere)."""
+    p = Path(path)
+    if p.is_absolute() or p.exists():
+        return p
+    for root in (Path(sys.prefix) / "share" / "camp_planner", Path(__file__).resolve().parents[3]):
+        if (root / p).exists():
+            return root / p
+    return p
+
+
+def default_bundle(domain: str = "namo") -> str:
+    """The selector bundle the package ships for ``domain`` (empty if this install has
+    none): the one trained with TAMP, the planner of the ROS nodes, whatever planner a node
+    is given."""
     from camp_planner.learning.bundle import shipped_bundle  # torch: only when asked
 
-    path = shipped_bundle("namo", "tamp")
+    path = shipped_bundle(domain, "tamp")
     return str(path) if path is not None else ""
 
 
@@ -47,17 +63,17 @@ def declare_service_params(node: Node) -> dict[str, Any]:
     node.declare_parameter("artifacts", "artifacts")
     node.declare_parameter("planner", "tamp")
     node.declare_parameter("frame_id", "map")
-    from camp_planner.ros.bringup import resolve_path
-
     config = str(node.get_parameter("config_file").value)
+    domain = str(node.get_parameter("domain").value)
+    planner = str(node.get_parameter("planner").value)
     # "": the bundle shipped with the package; "none": run without a selector.
-    bundle = str(node.get_parameter("selector_bundle").value) or default_bundle()
+    bundle = str(node.get_parameter("selector_bundle").value) or default_bundle(domain)
     return {
-        "domain": str(node.get_parameter("domain").value),
+        "domain": domain,
         "config_path": resolve_path(config) if config else None,
         "bundle_path": resolve_path(bundle) if bundle and bundle != "none" else None,
         "artifacts": Path(str(node.get_parameter("artifacts").value)),
-        "planner": str(node.get_parameter("planner").value),
+        "planner": planner,
         "frame_id": str(node.get_parameter("frame_id").value),
     }
 

@@ -17,27 +17,33 @@ from camp_msgs.msg import Context as ContextMsg
 from camp_msgs.msg import ContextTerm, ObjectObservation, PlanStep, SceneObservation, StageTime
 from camp_msgs.msg import Plan as PlanMsg
 from camp_planner.core.context import Context
-from camp_planner.service.scene import Pose2, Scene, SceneObject
+from camp_planner.domains.interface.plan import PlanRecord, PlanStepData
+from camp_planner.domains.interface.scene import Pose as ScenePose
+from camp_planner.domains.interface.scene import Pose2, Scene, SceneObject
 from camp_planner.service.types import PlanResult, SelectionResult
 
 ARM_SECONDS_PER_MOTION = 2.0  # nominal time to reach a grasp pose from tucked, and back
 
 
-def yaw_of(pose: Pose) -> float:
-    q = pose.orientation
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
-
-
 def pose_of(p: Pose2, z: float = 0.0) -> Pose:
+    """The message of a planar pose (x, y, yaw) at height ``z``."""
+    return pose_to_msg(ScenePose.planar(float(p[0]), float(p[1]), float(p[2]), float(z)))
+
+
+def pose_to_msg(pose: ScenePose) -> Pose:
     msg = Pose()
-    msg.position.x, msg.position.y, msg.position.z = float(p[0]), float(p[1]), float(z)
-    msg.orientation.z = math.sin(p[2] / 2.0)
-    msg.orientation.w = math.cos(p[2] / 2.0)
+    msg.position.x, msg.position.y, msg.position.z = (float(v) for v in pose.position)
+    o = msg.orientation
+    o.x, o.y, o.z, o.w = (float(v) for v in pose.orientation)
     return msg
 
 
-def planar(pose: Pose) -> Pose2:
-    return (float(pose.position.x), float(pose.position.y), yaw_of(pose))
+def pose_from_msg(msg: Pose) -> ScenePose:
+    """The whole 3-D pose, as given (a domain's adapter decides what it can represent)."""
+    p, o = msg.position, msg.orientation
+    return ScenePose(
+        (float(p.x), float(p.y), float(p.z)), (float(o.x), float(o.y), float(o.z), float(o.w))
+    )
 
 
 def duration(seconds: float) -> Duration:
@@ -51,27 +57,27 @@ def scene_from_msg(msg: SceneObservation) -> Scene:
         SceneObject(
             o.id,
             o.object_class,
-            planar(o.pose),
+            pose_from_msg(o.pose),
             (float(o.size.x), float(o.size.y), float(o.size.z)),
             bool(o.movable),
             o.room,
         )
         for o in msg.objects
     )
-    goal_xy = None
+    goal = None
     # A goal pose counts as given when its header names a frame (an empty PoseStamped is
     # "no goal pose"); that frame must be the scene's, which validation checks.
     if not msg.goal_object_id and msg.goal_pose.header.frame_id:
-        goal_xy = (float(msg.goal_pose.pose.position.x), float(msg.goal_pose.pose.position.y))
+        goal = pose_from_msg(msg.goal_pose.pose)
     return Scene(
         domain=msg.domain,
-        robot_pose=planar(msg.robot_pose),
+        robot_pose=pose_from_msg(msg.robot_pose),
         objects=objects,
         goal_object_id=msg.goal_object_id,
-        goal_xy=goal_xy,
+        goal_pose=goal,
         task_features=tuple(float(v) for v in msg.task_features),
         frame_id=msg.header.frame_id or "map",
-        goal_frame_id=msg.goal_pose.header.frame_id if goal_xy is not None else "",
+        goal_frame_id=msg.goal_pose.header.frame_id if goal is not None else "",
     )
 
 
@@ -81,17 +87,17 @@ def scene_to_msg(scene: Scene, stamp: Any = None) -> SceneObservation:
     if stamp is not None:
         msg.header.stamp = stamp
     msg.domain = scene.domain
-    msg.robot_pose = pose_of(scene.robot_pose)
+    msg.robot_pose = pose_to_msg(scene.robot_pose)
     for o in scene.objects:
         obs = ObjectObservation()
         obs.id, obs.object_class, obs.movable, obs.room = o.id, o.object_class, o.movable, o.room
-        obs.pose = pose_of(o.pose, o.size[2] / 2)
+        obs.pose = pose_to_msg(o.pose)
         obs.size.x, obs.size.y, obs.size.z = (float(v) for v in o.size)
         msg.objects.append(obs)
     msg.goal_object_id = scene.goal_object_id
-    if scene.goal_xy is not None:
+    if scene.goal_pose is not None:
         msg.goal_pose.header.frame_id = scene.frame_id
-        msg.goal_pose.pose = pose_of((*scene.goal_xy, 0.0))
+        msg.goal_pose.pose = pose_to_msg(scene.goal_pose)
     msg.task_features = [float(v) for v in scene.task_features]
     return msg
 
@@ -161,10 +167,12 @@ def plan_to_msg(result: PlanResult, frame_id: str, stamp: Any = None) -> PlanMsg
         msg.steps.append(
             PlanStep(
                 action=step.action,
+                arguments=list(step.arguments),
                 objects=list(step.objects),
                 mode=step.mode,
-                target=pose_of(step.target),
+                target=pose_to_msg(step.target),
                 base_path_end=int(step.base_path_end),
+                arm_trajectory_end=int(step.arm_trajectory_end),
             )
         )
     msg.stage_times = [StageTime(stage=k, seconds=float(v)) for k, v in result.stage_times.items()]
@@ -178,9 +186,32 @@ def plan_to_msg(result: PlanResult, frame_id: str, stamp: Any = None) -> PlanMsg
     return msg
 
 
-def plan_steps(msg: PlanMsg) -> list[tuple[str, list[str], Pose2]]:
-    """(action, object ids, target) per step of a received plan, for an executor."""
-    return [(s.action, list(s.objects), planar(s.target)) for s in msg.steps]
+def plan_steps(msg: PlanMsg) -> list[PlanStepData]:
+    """The steps of a received plan, for an executor."""
+    return [
+        PlanStepData(
+            s.action,
+            list(s.arguments),
+            list(s.objects),
+            s.mode,
+            pose_from_msg(s.target),
+            int(s.base_path_end),
+            int(s.arm_trajectory_end),
+        )
+        for s in msg.steps
+    ]
+
+
+def plan_record(msg: PlanMsg) -> PlanRecord:
+    """What a simulator is told about a received plan (its steps, and for a render the
+    context and what its CAMP dropped)."""
+    return PlanRecord(
+        steps=plan_steps(msg),
+        context_name=msg.context.description,
+        context_terms={t.variable: tuple(t.allowed_values) for t in msg.context.terms},
+        dropped_variables=tuple(msg.dropped_variables),
+        planning_time=float(msg.planning_time),
+    )
 
 
 # --- RViz markers ----------------------------------------------------------------------------
@@ -219,9 +250,9 @@ def scene_markers(
 ) -> MarkerArray:
     """What the robot planned in, for RViz (`visualization_msgs/MarkerArray`).
 
-    The rooms the context allows tinted on the floor, walls, movable objects (those the CAMP
-    dropped grey and translucent), the goal, the robot's pose as an arrow, the base path and
-    a label with the context. The
+    The regions (NAMO: rooms) the context allows tinted on the floor, walls and other static
+    objects, movable objects (those the CAMP dropped grey and translucent), the goal, the
+    robot's pose as an arrow, the base path and a label with the context. The
     first marker deletes every earlier one, so a latched topic shows only the newest plan."""
     header = Header(frame_id=scene.header.frame_id)
     if stamp is not None:
@@ -242,6 +273,8 @@ def scene_markers(
             m = _marker(header, "goal", i, Marker.SPHERE, "goal")
         elif o.object_class == "wall":
             m = _marker(header, "walls", i, Marker.CUBE, "wall")
+        elif not o.movable:  # a table, a shelf, a bin: drawn like the walls
+            m = _marker(header, "static", i, Marker.CUBE, "wall")
         else:
             ns = "dropped" if o.id in gone else "objects"
             m = _marker(header, ns, i, Marker.CUBE, ns if ns == "dropped" else "box")

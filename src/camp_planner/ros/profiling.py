@@ -6,10 +6,23 @@ request (de)serialization, the scene adapter, the service's selection, the respo
 
 from __future__ import annotations
 
+import array
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.serialization import deserialize_message, serialize_message
+
+from camp_msgs.srv import SelectContext
+from camp_planner.ros.bringup import spin_executor
+from camp_planner.ros.common import default_bundle, resolve_path
+from camp_planner.ros.convert import scene_from_msg, selection_to_response
+from camp_planner.service.planning import CampService
 
 
 def select_cost_breakdown(
@@ -17,17 +30,7 @@ def select_cost_breakdown(
 ) -> dict[str, float]:
     """Median cost (ms) of each step of one ``/select_context`` call, in this process: the
     client's (de)serialization and the server's work, for a scene and for task features."""
-    import array
-
-    from rclpy.serialization import deserialize_message, serialize_message
-
-    from camp_msgs.srv import SelectContext
-    from camp_planner.ros.bringup import resolve_path
-    from camp_planner.ros.common import default_bundle
-    from camp_planner.ros.convert import scene_from_msg, selection_to_response
-    from camp_planner.service.planning import CampService
-
-    bundle = planner.get("selector_bundle") or default_bundle()
+    bundle = planner.get("selector_bundle") or default_bundle(planner.get("domain", "namo"))
     service = CampService(
         domain=planner.get("domain", "namo"),
         config_path=resolve_path(config) if (config := planner.get("config_file")) else None,
@@ -93,12 +96,6 @@ def select_cost_breakdown(
 def serve_noop(service_name: str) -> None:
     """Serve ``SelectContext`` on ``service_name`` answering ``success`` without doing
     anything: the floor of a round trip through rclpy and DDS for a given request."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.node import Node
-
-    from camp_msgs.srv import SelectContext
-    from camp_planner.ros.bringup import spin_executor
 
     def answer(request: Any, response: Any) -> Any:
         response.success = True
@@ -113,6 +110,4 @@ def serve_noop(service_name: str) -> None:
 
 
 if __name__ == "__main__":
-    import sys
-
     serve_noop(sys.argv[1] if len(sys.argv) > 1 else "select_context_floor")

@@ -5,7 +5,7 @@ Why a second node: rclpy's executor rebuilds its wait set from every entity of t
 spins, in Python, on every wake-up. The camp_planner node carries parameter services, an
 action client, a subscription and timers; answering the service from that node cost about
 1.5 ms more per call, in a one-off A/B test of the two server shapes, than from a node
-holding only this service (docs/results.md). The camp_planner node keeps its parameters
+holding only this service (docs/results/history.md). The camp_planner node keeps its parameters
 (``ros2 param`` works on it); this node has none.
 
 Why a context of its own (its own DDS participant): sharing the camp_planner node's
@@ -30,10 +30,10 @@ from rclpy.node import Node
 
 from camp_msgs.srv import SelectContext
 from camp_planner.core.errors import CampError
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
 from camp_planner.ros.bringup import spin_executor
 from camp_planner.ros.common import SELECT_SERVICE, remap_rules
 from camp_planner.ros.convert import scene_from_msg, selection_to_response
-from camp_planner.service.errors import ErrorCode, ServiceError
 from camp_planner.service.planning import CampService
 
 

@@ -21,10 +21,10 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from camp_msgs.action import PlanTask
-from camp_planner.ros.bringup import RCLError
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
+from camp_planner.ros.bringup import RCLError, spin_nodes, start_node
 from camp_planner.ros.common import PLAN_ACTION, declare_service_params
 from camp_planner.ros.convert import plan_to_msg, scene_from_msg
-from camp_planner.service.errors import ErrorCode, ServiceError
 from camp_planner.service.limits import check_plan_request
 from camp_planner.service.types import PlanResult
 from camp_planner.service.worker import PlanRequest, PlanWorker
@@ -164,8 +164,6 @@ class TampServerNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    from camp_planner.ros.bringup import spin_nodes, start_node
-
     rclpy.init(args=args)
     spin_nodes([start_node(TampServerNode)])
 

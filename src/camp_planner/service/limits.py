@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from camp_planner.service.errors import ErrorCode, ServiceError
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
 
 # An hour is far beyond any plan worth waiting for on a robot, and larger values overflow the
 # clocks and waits below (select(), Connection.poll, the driver's time limit).

@@ -1,8 +1,9 @@
-"""CampService: select a context for a scene, build its CAMP, plan with TAMP, report.
+"""CampService: select a context for a scene, build its CAMP, plan, report.
 
-One instance per process holds the domain, its configuration, the selector bundle and a warm
-selector. Every request is checked first and refused with a named :class:`ErrorCode`; a failed
-planning run still returns what it executed, with the reason.
+One instance per process holds the domain, its robot plug-in (scene adapter and plan
+geometry, :mod:`camp_planner.domains.interface.plugin`), its configuration, the selector
+bundle and a warm selector. Every request is checked first and refused with a named
+:class:`ErrorCode`; a failed planning run still returns what it executed, with the reason.
 """
 
 from __future__ import annotations
@@ -12,27 +13,32 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
+from camp_planner.core.feasibility import screen
 from camp_planner.core.objective import Attempt, run_with_fallbacks
-from camp_planner.domains.namo.mdp import NamoMDP
+from camp_planner.domains import get_plugin
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
+from camp_planner.domains.interface.plugin import Rect
+from camp_planner.domains.interface.scene import Scene
 from camp_planner.planners import make_planner
-from camp_planner.service.errors import ErrorCode, ServiceError
 from camp_planner.service.limits import MAX_FEATURE_ABS, check_plan_request
-from camp_planner.service.scene import Scene
 from camp_planner.service.types import PlanResult, SelectionResult
 from camp_planner.workflow import Pipeline
 
-SCENE_DOMAINS = ("namo",)  # domains with a scene adapter
+if TYPE_CHECKING:
+    from camp_planner.learning.methods import CampMethod
+
 Progress = Callable[[str], None]
 
 
 class CampService:
-    """The CAMP pipeline behind the ROS nodes, for scenes of one domain."""
+    """The CAMP pipeline behind the ROS nodes, for scenes of one domain (any domain with a
+    robot plug-in: :func:`camp_planner.domains.plugin_domains`)."""
 
     def __init__(
         self,
@@ -44,15 +50,7 @@ class CampService:
         max_fallbacks: int = 2,
         frame_id: str = "map",
     ) -> None:
-        if domain not in SCENE_DOMAINS:
-            raise ServiceError(
-                ErrorCode.UNKNOWN_DOMAIN,
-                f"domain '{domain}' has no scene adapter; scenes are supported for: "
-                + ", ".join(SCENE_DOMAINS),
-            )
-        from camp_planner.learning.bundle import load_bundle
-        from camp_planner.learning.methods import CampMethod
-
+        self.plugin = get_plugin(domain)  # no plug-in: refused with UNKNOWN_DOMAIN
         self.pipe = Pipeline.create(domain, config_path, artifacts)
         self.planner = planner
         self.pipe.planner_settings(planner)  # unknown planner: a clear error now
@@ -61,6 +59,10 @@ class CampService:
         self.bundle_error = "no selector bundle configured"
         self.method: CampMethod | None = None
         if bundle_path is not None and str(bundle_path):
+            # torch loads only for a service with a selector (a node without one starts faster).
+            from camp_planner.learning.bundle import load_bundle
+            from camp_planner.learning.methods import CampMethod
+
             try:
                 self.method = CampMethod(
                     load_bundle(Path(bundle_path), self.pipe.domain.name, self.pipe.domain.version)
@@ -108,22 +110,13 @@ class CampService:
                 ErrorCode.UNKNOWN_DOMAIN,
                 f"the scene is for domain '{scene.domain}', this service plans '{self.domain}'",
             )
-        from camp_planner.domains.namo.domain import world_settings
-        from camp_planner.domains.namo.scene_io import task_from_scene
+        return self.plugin.task_from_scene(scene, self.pipe.config, self.frame_id)
 
-        return task_from_scene(scene, world_settings(self.pipe.config), frame_id=self.frame_id)
-
-    @staticmethod
-    def allowed_regions(
-        task: Any, context: Context
-    ) -> list[tuple[int, tuple[float, float, float, float]]]:
-        """The rooms ``context`` lets the robot enter in ``task``'s world (from
-        :meth:`task_of`), each with its floor rectangle (x0, y0, x1, y1): every room under a
-        context that does not constrain the robot's room. What a viewer tints to show the
-        constraint the robot imposed on itself."""
-        rooms = context.allowed("robot_room")
-        ids = sorted(int(str(r)) for r in rooms) if rooms else range(task.settings.n_rooms)
-        return [(r, task.room_rect(r)) for r in ids]
+    def allowed_regions(self, task: Any, context: Context) -> list[tuple[int, Rect]]:
+        """The regions (NAMO: rooms) ``context`` lets the robot enter in ``task`` (from
+        :meth:`task_of`), each with its floor rectangle (x0, y0, x1, y1): what a viewer tints
+        to show the constraint the robot imposed on itself."""
+        return self.plugin.allowed_regions(task, context)
 
     def _variables(
         self, context: Context, mdp: Any, slot_of: dict[str, str]
@@ -178,8 +171,6 @@ class CampService:
             ]
             screened: list[Context] = []
             if task is not None:
-                from camp_planner.core.feasibility import screen
-
                 ranked, screened = screen(ranked, self.pipe.domain.region_graph(task))
         else:
             ranked, screened = self.method.selection(self.pipe, task, mdp)
@@ -239,7 +230,6 @@ class CampService:
         if scene.task_features and self.method is not None:
             self.check_features(scene.task_features)  # refused before the MDP is built
         mdp = self.pipe.domain.make_mdp(task, self.pipe.config)
-        assert isinstance(mdp, NamoMDP)  # the only domain with a scene adapter so far
         say("selection")
         t0 = time.perf_counter()
         if context_id:
@@ -278,10 +268,8 @@ class CampService:
         )
         say("done")
         used = order[min(len(result.used), len(order)) - 1] if result.used else order[0]
-        from camp_planner.domains.namo.scene_io import plan_geometry
-
         inverse = {slot: oid for oid, slot in slot_of.items()}
-        steps, path, arm = plan_geometry(mdp, result.states, result.actions, inverse)
+        geometry = self.plugin.plan_geometry(mdp, result.states, result.actions, inverse)
         relevant, dropped, dropped_ids = self._variables(used, mdp, slot_of)
         stages = {"selection": selection, "camp_construction": construction}
         for key, value in result.stage_times_s.items():
@@ -295,16 +283,20 @@ class CampService:
         if not result.success:
             code = ErrorCode.TIMEOUT if result.outcome == "timeout" else ErrorCode.NO_PLAN
             message = f"no plan reached the goal (outcome: {result.outcome})"
-        mdp.close()
+        # A simulator-backed MDP (NAMO's PyBullet client) is released now, not at GC.
+        close = getattr(mdp, "close", None)
+        if callable(close):
+            close()
         return PlanResult(
             success=result.success,
             code=code,
             message=message,
             context=used,
             fallbacks=result.fallbacks,
-            base_path=path,
-            arm_waypoints=arm,
-            steps=steps,
+            base_path=geometry.base_path,
+            joint_names=geometry.joint_names,
+            arm_waypoints=geometry.arm_waypoints,
+            steps=geometry.steps,
             stage_times=stages,
             planning_time=result.compute_time_s,
             expected_return=result.discounted_return,

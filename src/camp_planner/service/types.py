@@ -5,19 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from camp_planner.core.context import Context
-from camp_planner.service.errors import ErrorCode
-from camp_planner.service.scene import Pose2
-
-PANDA_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
-
-
-@dataclass(frozen=True)
-class PlanStepData:
-    action: str  # "move" | "pick" | "place"
-    objects: list[str]
-    mode: str  # "transit" | "transfer" | "manipulation"
-    target: Pose2
-    base_path_end: int
+from camp_planner.domains.interface.errors import ErrorCode
+from camp_planner.domains.interface.plan import PlanStepData
+from camp_planner.domains.interface.scene import Pose2
 
 
 @dataclass
@@ -40,8 +30,8 @@ class PlanResult:
     context: Context | None = None
     fallbacks: int = 0
     base_path: list[Pose2] = field(default_factory=list)
-    joint_names: tuple[str, ...] = PANDA_JOINTS
-    # (index of the pick/place step, joint angles at the grasp or put-down pose)
+    joint_names: tuple[str, ...] = ()  # the domain's arm joints (NAMO: the Panda's seven)
+    # (index of the step, joint angles it ends in: NAMO's grasp or put-down pose)
     arm_waypoints: list[tuple[int, tuple[float, ...]]] = field(default_factory=list)
     steps: list[PlanStepData] = field(default_factory=list)
     stage_times: dict[str, float] = field(default_factory=dict)

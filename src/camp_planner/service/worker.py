@@ -27,8 +27,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from camp_planner.service.errors import ErrorCode, ServiceError
-from camp_planner.service.scene import Scene
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
+from camp_planner.domains.interface.scene import Scene
 from camp_planner.service.types import PlanResult
 
 # The longest single wait on the pipe: ``Connection.poll`` raises OverflowError beyond about

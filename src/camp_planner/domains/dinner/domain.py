@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -27,37 +26,12 @@ import numpy as np
 from camp_planner.core.errors import CampError
 from camp_planner.core.mdp import FactoredMDP
 from camp_planner.domains.base import Domain, RenderPanel, paper_selector_settings
+from camp_planner.domains.dinner.task import MEALS, DinnerTask
 from camp_planner.pddl.grounding import ground
 from camp_planner.pddl.mdp import PddlSource, StripsMDP
 from camp_planner.pddl.parser import DomainDef, parse_domain, parse_problem
 
-MEALS = ("ramen", "sandwich", "steak")
 _SPLIT_OFFSET = {"train": 0, "test": 1_000_000}
-_HOME_ITEMS = {
-    "living-room": ("ramen-cup", "kettle", "car-keys"),
-    "kitchen": (
-        "bread",
-        "ham",
-        "cheese",
-        "lettuce",
-        "tomato",
-        "mayo",
-        "knife",
-        "plate",
-        "toaster",
-        "pan",
-        "pot",
-        "salt",
-        "butter",
-    ),
-    "store": ("beef", "potato"),
-}
-_WALKS = (
-    ("living-room", "kitchen"),
-    ("living-room", "hall"),
-    ("hall", "kitchen"),
-    ("hall", "garage"),
-)
 
 
 @lru_cache(maxsize=1)
@@ -68,56 +42,6 @@ def domain_text() -> str:
 @lru_cache(maxsize=1)
 def parsed_domain() -> DomainDef:
     return parse_domain(domain_text(), "dinner.pddl")
-
-
-@dataclass(frozen=True)
-class DinnerTask:
-    """One dinner problem: the meals' rewards and the world's size."""
-
-    task_id: int
-    seed: int
-    rewards: tuple[int, int, int]  # ramen, sandwich, steak
-    step_cost: int
-    max_reward: int
-    extra_items: int
-    extra_rooms: int
-    items_per_room: int
-
-    def problem_text(self) -> str:
-        """The PDDL problem of this task."""
-        rooms = [f"room{k}" for k in range(self.extra_rooms)]
-        store_extras = [f"product{k}" for k in range(self.extra_items)]
-        room_extras = {
-            room: [f"{room}-thing{j}" for j in range(self.items_per_room)] for room in rooms
-        }
-        objects = []
-        if rooms:
-            objects.append(" ".join(rooms) + " - place")
-        extras = store_extras + [i for items in room_extras.values() for i in items]
-        if extras:
-            objects.append(" ".join(extras) + " - item")
-        init = ["(agent-at living-room)", f"(= (step-cost) {self.step_cost})"]
-        for meal, reward in zip(MEALS, self.rewards, strict=True):
-            init.append(f"(= (eat-cost {meal}) {self.max_reward - reward})")
-        for a, b in [*_WALKS, *((r, "hall") for r in rooms)]:
-            init += [f"(connected {a} {b})", f"(connected {b} {a})"]
-        init += ["(road garage store)", "(road store garage)"]
-        for place, items in _HOME_ITEMS.items():
-            init += [f"(at {i} {place})" for i in items]
-        init += [f"(at {i} store)" for i in store_extras]
-        for room, things in room_extras.items():
-            init += [f"(at {i} {room})" for i in things]
-        return "\n".join(
-            [
-                f"(define (problem dinner-{self.seed}) (:domain dinner)",
-                f"  (:objects {' '.join(objects)})" if objects else "  (:objects)",
-                "  (:init (= (total-cost) 0)",
-                *(f"    {fact}" for fact in init),
-                "  )",
-                "  (:goal (dinner-done))",
-                "  (:metric minimize (total-cost)))",
-            ]
-        )
 
 
 class DinnerDomain(Domain):
@@ -168,7 +92,8 @@ class DinnerDomain(Domain):
             "lambda": {"fast_downward": 250.0},
             # Fast Downward's translator kept resident: the same planner without a fresh
             # interpreter per call, whose ≈ 0.1 s start-up λ = 250 would charge as 25 points
-            # (docs/results.md); `mode: driver` (config/dinner-driver.yaml) is the paper's setting.
+            # (docs/results/dinner.md); `mode: driver` (config/dinner/driver.yaml) is the
+            # paper's setting.
             "planners": {"fast_downward": {"search": "astar(lmcut())", "mode": "resident"}},
         }
 
@@ -219,6 +144,7 @@ class DinnerDomain(Domain):
         return np.asarray(task.rewards, dtype=np.float32)
 
     def render(self, task: Any, panels: Sequence[RenderPanel], path: Path) -> None:
+        # matplotlib only when a render is asked for (not in planning or learning workers).
         from camp_planner.domains.dinner.render import render_panels
 
         assert isinstance(task, DinnerTask)

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import FancyBboxPatch
 
 from camp_planner.domains.base import RenderPanel
-from camp_planner.domains.dinner.domain import MEALS, DinnerTask
+from camp_planner.domains.dinner.task import MEALS, DinnerTask
 
 # Where each place is drawn on the little map (x, y).
 _LAYOUT = {

@@ -89,26 +89,8 @@ class NamoDomain(Domain):
     # Label caches are keyed by the domain version and the configuration, not by code: bump
     # this whenever the simulator, the samples CSI learning draws, or the NAMO refiners of
     # the TAMP planner change behaviour; bump csi_version too unless only the refiners did.
-    # 3: CSI samples put the robot only where it stands free. 4: approach poses verified by
-    # a simulated pick; inferred clearing orders forgotten before observed obstructions.
-    # 5: TAMP restarts an attempt past 2 s, or caught in a loop, with fresh samples.
-    # 6: the 2 s count only the time an attempt is stalled (restart_clock: stalled).
-    # 7: a base motion within one room is planned in that room's bounds first (guide:
-    # rooms), for TAMP and Stilman's algorithm; relaxed grid searches run on the free region.
-    # 8: OMPL checks base motions every 5 cm in every query (edge_step_m; it was a fraction
-    # of each query's extent: 2.8 cm in a room, 17.6 cm across a 10×10 world), and the
-    # robot's URDF is parsed before the clock starts, not in a process's first episode.
-    # 9: TAMP's and Stilman's budgets are measured on work done (budget_clock: work), so
-    # the same command makes the same plans on a busy or slow machine.
-    # 10: OMPL is seeded before every query from the planning call's own random numbers
-    # (motion_seeds: query), so a call's plan does not depend on what the process planned
-    # before it.
-    # 11: a motion that reaches the goal on its way to somewhere else ends the plan there
-    # (goal_en_route); it used to end short of its target and fail.
+    # What each version changed is in CHANGELOG.md.
     version = "11"
-    # csi 4: a stratum without a sample is not given up after one run of misses. The draws
-    # and CSIs of the paper's world and the cluttered one are unchanged (every stratum given
-    # up there had a sample: the goal room's), so their labels stand.
     csi_version = "4"
     baselines = ("stilman",)
 
@@ -143,14 +125,10 @@ class NamoDomain(Domain):
             "camp": {"sink_reward": -1000.0, "attempt_budget_s": None},
             # The paper's hard labels, each training task's best context valued on the
             # planner's count of its work (return − λ × work), not on one wall-clock run: the
-            # same plan costs the same on any machine, so a label names the context that saves
-            # computation, not the luckiest run. Offline on eval v19's scores they recovered
-            # 72 % of what a perfect choice saves, and in eval v20 CAMP did less work than pure
-            # planning beyond the noise (research/selector_study.py --measure work;
-            # docs/results.md, "Hard labels on work"). The regression labels used before
-            # (config/namo-regression-wall.yaml) compress those savings to nothing and keep
-            # the universal context. The temperature is unused by hard labels; it stays so
-            # that the configuration, and with it the bundle's cache key, is eval v20's.
+            # same plan costs the same on any machine, so a label names the context that
+            # saves computation, not the luckiest run (docs/design.md, "Labels on the
+            # planner's work"). The temperature is unused by hard labels; it is the one the
+            # shipped selector was trained with, whose settings must match these.
             "selector": {
                 **paper_selector_settings(),
                 "labels": "hard",
@@ -164,48 +142,11 @@ class NamoDomain(Domain):
             # spent 20+ minutes per seed on the full 20,000 iterations. These many bound it.
             "baselines": {"policy_max_iterations": 2000},
             "lambda": {"tamp": 100.0, "stilman": 100.0},
-            # Fast Downward's translator stays resident: TAMP calls it at every replan, and
-            # the driver's interpreter start-up cost 0.6-0.8 s of task planning per episode.
-            # Base motions across rooms are planned doorway to doorway, and those within one
-            # room in its bounds first (guide: rooms; docs/results.md, 1.4 s per 7×7 task). Named
-            # here, not only as the planners' default, so label scores planned without the
-            # guide are not reused: checkpoints are keyed by the configuration.
-            # TAMP restarts an attempt still running after 2 s (then 4, 8, ...) with fresh
-            # samples: on the eval's 90 tail runs, in three back-to-back pairs against none,
-            # no run of 270 failed (1-2 of 90 did without) and the mean fell 0.08-0.21 s
-            # (docs/results.md).
-            # The cutoff counts only time not spent refining steps that succeeded
-            # (restart_clock: stalled), so a task that must clear seven boxes is not cut off
-            # for its length. In the cluttered world the wall clock cut off attempts in 17
-            # of 30 runs and raised the mean from 3.75 s (no restarts) to 4.46 s; the
-            # stalled clock cut off 5 and brought it to 3.39 s (1.05 s against 1.10 s on
-            # the default world's 90 runs).
-            # Stilman's algorithm keeps none: its mean rose with them.
-            # OMPL checks each base motion every 5 cm whatever the query's bounds: faster in
-            # 106 of 120 runs paired with the fraction of the extent (docs/results.md,
-            # "OMPL's edge checks in metres").
-            # Restart cutoffs and motion budgets count work, not seconds: 20 of 20 plans
-            # the same with both cores busy, against 7 of 20 on the wall clock, at the same
-            # speed (docs/results.md, "Budgets on the work clock"). OMPL is seeded per query,
-            # so the same task planned again in a process gets the same plan (docs/results.md,
-            # "Seeding OMPL per query").
-            "planners": {
-                "tamp": {
-                    "fd_mode": "resident",
-                    "guide": "rooms",
-                    "restart_s": 2.0,
-                    "restart_clock": "stalled",
-                    "edge_step_m": 0.05,
-                    "budget_clock": "work",
-                    "motion_seeds": "query",
-                },
-                "stilman": {
-                    "guide": "rooms",
-                    "edge_step_m": 0.05,
-                    "budget_clock": "work",
-                    "motion_seeds": "query",
-                },
-            },
+            # TAMP restarts an attempt still stalled after 2 s of work (then 4, 8, ...) with
+            # fresh samples: on the eval's 90 tail runs no run of 270 failed (1-2 of 90 did
+            # without) and the mean fell 0.08-0.21 s. Stilman's algorithm keeps none: its
+            # mean rose with them (docs/design.md, "Restarts").
+            "planners": {"tamp": {"restart_s": 2.0}, "stilman": {}},
         }
 
     def make_tasks(self, config: Mapping[str, Any], split: str) -> Sequence[NamoTask]:
@@ -215,6 +156,8 @@ class NamoDomain(Domain):
         return [generate_task(i, base + i, settings) for i in range(count)]
 
     def make_mdp(self, task: Any, config: Mapping[str, Any]) -> FactoredMDP:
+        # The MDP's module loads PyBullet, OMPL and scipy (about a second): only for a
+        # command that steps a NAMO task, not for one that lists domains or tasks.
         from camp_planner.domains.namo.mdp import NamoMDP
 
         assert isinstance(task, NamoTask)
@@ -252,7 +195,7 @@ class NamoDomain(Domain):
         return room_graph(task)
 
     def render(self, task: Any, panels: Sequence[RenderPanel], path: Path) -> None:
-        from camp_planner.domains.namo.render import render_panels
+        from camp_planner.domains.namo.render import render_panels  # matplotlib: on demand
 
         assert isinstance(task, NamoTask)
         render_panels(task, panels, path)

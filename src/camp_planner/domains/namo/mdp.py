@@ -18,86 +18,49 @@ Reaching the goal object earns ``goal_reward`` and ends the episode.
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State, Variable
+from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State
+from camp_planner.domains.namo.layout import (
+    ABSENT,
+    HELD,
+    N_FIXED,
+    NONE,
+    SLOT_NAMES,
+    SLOTS_PER_ROOM,
+    in_reach,
+    layout,
+    round_pose,
+    wrap,
+)
+from camp_planner.domains.namo.tamp import NamoTampInterface, tamp_interface
 from camp_planner.domains.namo.world import NamoTask, Pose2D
+from camp_planner.planners.tamp import InterfaceSettings
+from camp_planner.sim.floor_scene import FloorScene, warm_up
 
-SLOTS_PER_ROOM = 5
-ABSENT = "absent"
-HELD = "held"
-NONE = "none"
-OPS = (NONE, "move", "pick", "place")
-REACH_MIN, REACH_MAX, REACH_BEARING = 0.3, 0.75, math.radians(60)
+# The layout's names, importable from here as before (the scene I/O and the ROS nodes use
+# them with the MDP).
+__all__ = [
+    "ABSENT",
+    "HELD",
+    "NONE",
+    "SLOTS_PER_ROOM",
+    "SLOT_NAMES",
+    "NamoMDP",
+    "in_reach",
+    "layout",
+]
+
 MOVE_STEP, TURN_STEP = 0.05, 0.1
 FREE_SAMPLE_TRIES = 20  # draws per CSI sample until the robot stands free
-_N_FIXED = 3  # robot_pose, robot_room, held
 # The step memo holds at most this many state elements (keys and successors), so that its
 # memory stays flat as the world grows: a fixed count of entries (200,000 once) took over
 # 10 GB across the 50 training tasks of a 10×10 world, whose states have 500 elements.
 MEMO_ELEMENTS = 2_000_000
-
-
-@dataclass(frozen=True, eq=False)
-class NamoLayout:
-    """The variables every task of one grid size shares: a slot variable per box slot of
-    every room but the goal room."""
-
-    grid: int
-    box_rooms: tuple[int, ...]
-    slot_names: tuple[str, ...]
-    slot_index: dict[str, int]
-    state_vars: tuple[Variable, ...]
-    action_vars: tuple[Variable, ...]
-
-
-@functools.cache
-def layout(grid: int = 3) -> NamoLayout:
-    """The variable layout of a ``grid`` × ``grid`` world (one object per size, so MDPs of
-    one size share their variables)."""
-    n_rooms = grid * grid
-    box_rooms = tuple(r for r in range(n_rooms) if r != n_rooms - 1)
-    slots = tuple(f"box_r{room}_{k}" for room in box_rooms for k in range(SLOTS_PER_ROOM))
-    state = [
-        Variable("robot_pose"),
-        Variable("robot_room", tuple(range(n_rooms))),
-        Variable("held", (NONE, *slots), default=NONE),
-    ]
-    state += [Variable(name, None, default=ABSENT) for name in slots]
-    action = [
-        Variable("op", OPS, default=NONE),
-        Variable("target", None, default=None),
-        Variable("obj", (NONE, *slots), default=NONE),
-    ]
-    index = {name: _N_FIXED + i for i, name in enumerate(slots)}
-    return NamoLayout(grid, box_rooms, slots, index, tuple(state), tuple(action))
-
-
-# The slots of the paper's 3×3 world (tests name them; code asks the task's own layout).
-SLOT_NAMES = layout(3).slot_names
-
-
-def _round_pose(pose: Sequence[float]) -> Pose2D:
-    yaw = math.atan2(math.sin(pose[2]), math.cos(pose[2]))
-    return (round(float(pose[0]), 4), round(float(pose[1]), 4), round(yaw, 4))
-
-
-def _wrap(angle: float) -> float:
-    return math.atan2(math.sin(angle), math.cos(angle))
-
-
-def in_reach(pose: Pose2D, x: float, y: float) -> bool:
-    """Whether floor point (x, y) lies in the arm's workspace in front of the base."""
-    dx, dy = x - pose[0], y - pose[1]
-    dist = math.hypot(dx, dy)
-    if not REACH_MIN <= dist <= REACH_MAX:
-        return False
-    return abs(_wrap(math.atan2(dy, dx) - pose[2])) <= REACH_BEARING
 
 
 @dataclass
@@ -106,7 +69,7 @@ class NamoMDP(FactoredMDP):
     (one server per MDP while it is open)."""
 
     task: NamoTask | None = None
-    _scene: Any = field(default=None, repr=False, compare=False)
+    _scene: FloorScene | None = field(default=None, repr=False, compare=False)
     _synced: tuple[Hashable, ...] | None = field(default=None, repr=False, compare=False)
     _slots: list[str | None] | None = field(default=None, repr=False, compare=False)
     _initial: State | None = field(default=None, repr=False, compare=False)
@@ -136,7 +99,9 @@ class NamoMDP(FactoredMDP):
         unknown = present - set(self.layout.slot_names)
         if unknown:
             raise ValueError(f"boxes {sorted(unknown)} have no slot variable")
-        _load_planning_modules()
+        # The robot's URDF is parsed with the MDP, so that the first planning call of a
+        # process does not pay for it in its measured time.
+        warm_up()
 
     # PyBullet servers are per process: a pickled MDP (e.g. sent to a scoring worker) opens
     # its own on first use.
@@ -147,7 +112,7 @@ class NamoMDP(FactoredMDP):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        _load_planning_modules()
+        warm_up()
 
     def close(self) -> None:
         """Give the simulator back to the process's pool (it reopens on demand)."""
@@ -164,16 +129,14 @@ class NamoMDP(FactoredMDP):
             pass
 
     # --- the simulator ------------------------------------------------------------------------
-    def scene(self) -> Any:
+    def scene(self) -> FloorScene:
         """The PyBullet scene of the task with every box (opened lazily)."""
         if self._scene is None:
-            from camp_planner.sim.namo_scene import NamoScene
-
-            self._scene = NamoScene.open(self._task)
+            self._scene = FloorScene.open(self._task)
             self._synced = self._slots = None
         return self._scene
 
-    def _sync(self, state: State) -> Any:
+    def sync(self, state: State) -> FloorScene:
         """Make the scene show ``state`` (only what changed since the last call is moved)."""
         scene = self.scene()
         last = self._synced
@@ -183,7 +146,7 @@ class NamoMDP(FactoredMDP):
         if self._slots is None:
             # The scene's boxes, by slot position: fixed while the scene is open.
             self._slots = [name if name in scene.boxes else None for name in self.layout.slot_names]
-        slots = state[_N_FIXED:]
+        slots = state[N_FIXED:]
         # A CSI sample's variants share all but one element with the state synced before
         # them, object for object: the identity test settles most slots without comparing.
         if last is None:
@@ -191,7 +154,7 @@ class NamoMDP(FactoredMDP):
         else:
             changed = [
                 (name, value)
-                for name, value, was in zip(self._slots, slots, last[_N_FIXED:], strict=True)
+                for name, value, was in zip(self._slots, slots, last[N_FIXED:], strict=True)
                 if value is not was and value != was
             ]
         for name, value in changed:
@@ -240,7 +203,7 @@ class NamoMDP(FactoredMDP):
         op, target, obj = action
         if op == NONE or self.is_terminal(state):
             return state
-        scene = self._sync(state)
+        scene = self.sync(state)
         pose = state[0]
         assert isinstance(pose, tuple)
         held = str(state[2])
@@ -297,7 +260,7 @@ class NamoMDP(FactoredMDP):
     def _drive(self, scene: Any, start: Pose2D, target: tuple[Any, ...]) -> Pose2D:
         """The last collision-free pose on the straight segment from ``start`` to ``target``."""
         tx, ty, tyaw = float(target[0]), float(target[1]), float(target[2])
-        dyaw = _wrap(tyaw - start[2])
+        dyaw = wrap(tyaw - start[2])
         dist = math.hypot(tx - start[0], ty - start[1])
         n = max(1, math.ceil(max(dist / MOVE_STEP, abs(dyaw) / TURN_STEP)))
         last = start
@@ -311,7 +274,7 @@ class NamoMDP(FactoredMDP):
             if scene.collisions(pose):
                 break
             last = pose
-        return _round_pose(last)
+        return round_pose(last)
 
     def _with_pose(self, state: State, pose: Pose2D) -> State:
         return (pose, self._task.room_of(pose[0], pose[1]), *state[2:])
@@ -323,8 +286,8 @@ class NamoMDP(FactoredMDP):
             slots: list[Hashable] = [ABSENT] * len(self.layout.slot_names)
             for box in self._task.boxes:
                 at = (round(box.x, 4), round(box.y, 4))
-                slots[self.layout.slot_index[box.name] - _N_FIXED] = at
-            pose = _round_pose(self._task.start)
+                slots[self.layout.slot_index[box.name] - N_FIXED] = at
+            pose = round_pose(self._task.start)
             self._initial = (pose, self._task.room_of(pose[0], pose[1]), NONE, *slots)
         return self._initial
 
@@ -354,7 +317,7 @@ class NamoMDP(FactoredMDP):
     def assign_state(self, state: State, index: int, value: Hashable) -> State:
         if index == 0:  # the room label follows the position
             assert isinstance(value, tuple)
-            return self._with_pose(state, _round_pose(value))
+            return self._with_pose(state, round_pose(value))
         if index == 2:  # holding a box means that box is off the floor
             out = list(state)
             if value != NONE and value in self.layout.slot_index:
@@ -376,7 +339,7 @@ class NamoMDP(FactoredMDP):
     def _random_pose(self, rng: random.Random, room: int) -> Pose2D:
         x0, y0, x1, y1 = self._task.room_rect(room)
         m = self._task.settings.base_half_extent + 0.1
-        return _round_pose(
+        return round_pose(
             (
                 rng.uniform(x0 + m, x1 - m),
                 rng.uniform(y0 + m, y1 - m),
@@ -400,7 +363,7 @@ class NamoMDP(FactoredMDP):
             _, (bx, by) = rng.choice(present)
             heading = rng.uniform(-math.pi, math.pi)
             d = rng.uniform(0.45, 0.7)
-            pose = _round_pose(
+            pose = round_pose(
                 (float(bx) - d * math.cos(heading), float(by) - d * math.sin(heading), heading)
             )
         else:
@@ -415,7 +378,7 @@ class NamoMDP(FactoredMDP):
         # A box of slot box_r{room}_k anywhere in its own room, or no box at all.
         if rng.random() < 0.2:
             return ABSENT
-        room = int(self.layout.slot_names[index - _N_FIXED].split("_")[1][1:])
+        room = int(self.layout.slot_names[index - N_FIXED].split("_")[1][1:])
         x0, y0, x1, y1 = self._task.room_rect(room)
         m = 0.25
         return (round(rng.uniform(x0 + m, x1 - m), 4), round(rng.uniform(y0 + m, y1 - m), 4))
@@ -436,7 +399,7 @@ class NamoMDP(FactoredMDP):
             state = sample[0]
             pose = state[0]
             assert isinstance(pose, tuple)
-            if self._sync(state).is_free(pose):
+            if self.sync(state).is_free(pose):
                 break
             sample = self._sample_at_box(rng)
         return sample
@@ -467,7 +430,7 @@ class NamoMDP(FactoredMDP):
             by - d * math.sin(heading) + beyond * math.sin(heading),
             rng.uniform(-math.pi, math.pi),
         )
-        return state, ("move", _round_pose(target), NONE)
+        return state, ("move", round_pose(target), NONE)
 
     def sample_action(self, state: State, rng: random.Random) -> Action:
         pose = state[0]
@@ -496,13 +459,13 @@ class NamoMDP(FactoredMDP):
             y + d * math.sin(heading),
             rng.uniform(-math.pi, math.pi),
         )
-        return ("move", _round_pose(target), NONE)
+        return ("move", round_pose(target), NONE)
 
-    def tamp_interface(self, state: State, camp: Any, seed: int, settings: dict[str, Any]) -> Any:
+    def tamp_interface(
+        self, state: State, camp: Any, seed: int, settings: InterfaceSettings
+    ) -> NamoTampInterface:
         """The task-and-motion planning interface for one planning call from ``state``
         (under ``camp``'s context if given): see :mod:`camp_planner.domains.namo.tamp`."""
-        from camp_planner.domains.namo.tamp import tamp_interface
-
         return tamp_interface(self, state, camp, seed, settings)
 
     def exchangeable_groups(self) -> Sequence[frozenset[str]]:
@@ -521,14 +484,3 @@ class NamoMDP(FactoredMDP):
         if op == "place":
             return f"place at {target}"
         return "none"
-
-
-def _load_planning_modules() -> None:
-    """Import the TAMP interface (and with it OMPL and scipy, about half a second here) and
-    parse the robot's URDF with the MDP, so that the first planning call of a process does
-    not pay for them in its measured time. Not at module level: the interface imports this
-    module."""
-    import camp_planner.domains.namo.tamp  # noqa: F401
-    from camp_planner.sim.namo_scene import warm_up
-
-    warm_up()

@@ -15,6 +15,8 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
 
 from camp_planner.domains.base import RenderPanel
+from camp_planner.domains.namo.layout import N_FIXED
+from camp_planner.domains.namo.plan_io import moved_boxes
 from camp_planner.domains.namo.world import NamoTask, Pose2D
 
 ALLOWED = "#dbeafe"
@@ -108,18 +110,8 @@ def render_panels(task: NamoTask, panels: Sequence[RenderPanel], path: Path) -> 
             ep = panel.episode
             base_path = [_pose(s[0]) for s in ep.states if isinstance(s[0], tuple)]
             final = ep.states[-1] if ep.states else ()
-            if final and len(final) > 3:
-                from camp_planner.domains.namo.mdp import layout
-
-                for k, name in enumerate(layout(task.settings.grid).slot_names):
-                    value = final[3 + k]
-                    box = next((b for b in task.boxes if b.name == name), None)
-                    if (
-                        box is not None
-                        and isinstance(value, tuple)
-                        and abs(float(value[0]) - box.x) + abs(float(value[1]) - box.y) > 1e-3
-                    ):
-                        moved[name] = (float(value[0]), float(value[1]))
+            if final and len(final) > N_FIXED:
+                moved = moved_boxes(task, final)
             title += (
                 f"\nreturn {ep.discounted_return:.0f}, compute {ep.compute_time_s:.2f} s, "
                 f"{'goal' if ep.success else ep.outcome}, {len(moved)} boxes moved"

@@ -1,4 +1,4 @@
-"""NAMO tasks to and from perceived scenes (:class:`camp_planner.service.scene.Scene`).
+"""NAMO tasks to and from perceived scenes (:class:`camp_planner.domains.interface.scene.Scene`).
 
 A scene is what a perception stack reports: walls as static boxes, movable boxes, a goal
 object and the robot's base pose. Turning it into a :class:`NamoTask` means recovering the
@@ -11,8 +11,9 @@ ignored, resized or clamped (an ignored obstacle is a collision): the scene must
 planner's frame, its walls must be the model's walls (the room grid, one doorway of the
 model's width between two rooms), every box must have the model's size and stand
 axis-aligned inside the map, and nothing may overlap a wall, a box, the robot's base or the
-goal. How far a scene may differ from its model is set by the tolerances below (the README's
-"What a scene must be" lists them).
+goal. NAMO is planar: it reads x, y and yaw from each 3-D pose and refuses a tilted one. How
+far a scene may differ from its model is set by the tolerances below (the README's "What a
+scene must be" lists them).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from camp_planner.core.mdp import Action, State
-from camp_planner.domains.namo.mdp import HELD, NONE, SLOTS_PER_ROOM, NamoMDP, layout
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
+from camp_planner.domains.interface.scene import Pose, Pose2, Scene, SceneObject, validate_scene
+from camp_planner.domains.namo.layout import HELD, N_FIXED, SLOTS_PER_ROOM, layout
 from camp_planner.domains.namo.world import (
     Box,
     Door,
@@ -32,15 +34,12 @@ from camp_planner.domains.namo.world import (
     NamoTask,
     Rect,
 )
-from camp_planner.service.errors import ErrorCode, ServiceError
-from camp_planner.service.scene import Pose2, Scene, SceneObject, validate_scene
-from camp_planner.service.types import PlanStepData
 
 WALL, BOX, GOAL = "wall", "box", "goal"
 GOAL_ID = "goal"
 
 # How far a perceived scene may differ from the model it becomes. Planned motions keep
-# PLAN_MARGIN = 3 cm from everything the model holds (domains/namo/tamp.py), so a real
+# PLAN_MARGIN = 3 cm from everything the model holds (domains/namo/tamp/base.py), so a real
 # obstacle that reaches at most 2.5 cm beyond its model is never touched by a planned path:
 # that bounds the size and wall tolerances.
 SIZE_TOLERANCE = 0.05  # metres on a box's width and depth (and the goal's): 2.5 cm a side
@@ -51,6 +50,10 @@ HEIGHT_TOLERANCE = 0.02
 # as that right angle (a quarter turn swaps the extents). A 0.3 m box turned 5° reaches 1.2 cm
 # beyond its axis-aligned self, half the size tolerance; the floor it covers is checked too.
 AXIS_TOLERANCE = math.radians(5.0)
+# The model is planar: an object (or the robot) may lean this far from upright and is read as
+# upright. A 0.7 m box leaning 2° reaches 2.4 cm sideways at its top, within the 2.5 cm that
+# planned motions keep clear beyond the size tolerance's.
+TILT_TOLERANCE = math.radians(2.0)
 # Metres every point of a scene wall may lie off the model's walls, and every point of the
 # model's walls off the scene's: a doorway may be up to 5 cm narrower or wider than the
 # model's door, a wall 2.5 cm thicker or shifted.
@@ -75,7 +78,7 @@ def scene_from_task(
             SceneObject(
                 f"wall_{i}",
                 WALL,
-                ((x0 + x1) / 2, (y0 + y1) / 2, 0.0),
+                Pose.planar((x0 + x1) / 2, (y0 + y1) / 2, 0.0, st.wall_height / 2),
                 (x1 - x0, y1 - y0, st.wall_height),
                 False,
             )
@@ -88,7 +91,7 @@ def scene_from_task(
         robot = (float(pose[0]), float(pose[1]), float(pose[2]))
         positions = {}
         for k, name in enumerate(layout(st.grid).slot_names):
-            value = state[3 + k]
+            value = state[N_FIXED + k]
             if isinstance(value, tuple):
                 positions[name] = (float(value[0]), float(value[1]))
             elif value == HELD:
@@ -99,19 +102,66 @@ def scene_from_task(
                 )
     for name, (x, y) in sorted(positions.items()):
         objects.append(
-            SceneObject(name, BOX, (x, y, 0.0), st.box_size, True, str(task.room_of(x, y)))
+            SceneObject(
+                name,
+                BOX,
+                Pose.planar(x, y, 0.0, st.box_size[2] / 2),
+                st.box_size,
+                True,
+                str(task.room_of(x, y)),
+            )
         )
     gx, gy = task.goal
     d = 2 * st.goal_radius
-    objects.append(SceneObject(GOAL_ID, GOAL, (gx, gy, 0.0), (d, d, 0.3), False, str(st.goal_room)))
+    goal_height = 0.3
+    objects.append(
+        SceneObject(
+            GOAL_ID,
+            GOAL,
+            Pose.planar(gx, gy, 0.0, goal_height / 2),
+            (d, d, goal_height),
+            False,
+            str(st.goal_room),
+        )
+    )
     return Scene(
         domain="namo",
-        robot_pose=robot,
+        robot_pose=Pose.planar(*robot),
         objects=tuple(objects),
         goal_object_id=GOAL_ID,
         frame_id=frame_id,
         scene_id=f"namo-task-{task.task_id}",
     )
+
+
+@dataclass(frozen=True)
+class _Flat:
+    """A scene object as the planar model reads it: (x, y, yaw) and its extents."""
+
+    id: str
+    object_class: str
+    pose: Pose2
+    size: tuple[float, float, float]
+    movable: bool
+
+
+def _planar(pose: Pose, what: str) -> Pose2:
+    """(x, y, yaw) of ``pose``, refused when it leans more than TILT_TOLERANCE: a tilted
+    box or robot is a state the planar model does not have."""
+    tilt = pose.tilt()
+    if not tilt <= TILT_TOLERANCE:
+        raise ServiceError(
+            ErrorCode.INVALID_SCENE,
+            f"{what} is tilted {math.degrees(tilt):.1f}° from upright; the NAMO model is "
+            f"planar (x, y, yaw) and takes everything upright (± "
+            f"{math.degrees(TILT_TOLERANCE):.0f}°)",
+        )
+    return pose.as_planar()
+
+
+def _flat(obj: SceneObject) -> _Flat:
+    pose = _planar(obj.pose, f"object '{obj.id}'")
+    return _Flat(obj.id, obj.object_class, pose, obj.size, obj.movable)
 
 
 def _m(value: float) -> str:
@@ -130,7 +180,7 @@ def _off_axis(yaw: float) -> tuple[float, bool]:
     return abs(math.remainder(yaw, math.pi / 2)), abs(math.remainder(yaw, math.pi)) > math.pi / 4
 
 
-def _cover(obj: SceneObject) -> Rect:
+def _cover(obj: _Flat) -> Rect:
     """The axis-aligned floor rectangle holding ``obj``'s footprint at its yaw."""
     c, s = abs(math.cos(obj.pose[2])), abs(math.sin(obj.pose[2]))
     sx, sy = obj.size[0], obj.size[1]
@@ -227,7 +277,7 @@ class _Index:
         return sorted(found)
 
 
-def _wall_rect(obj: SceneObject, st: NamoSettings) -> Rect:
+def _wall_rect(obj: _Flat, st: NamoSettings) -> Rect:
     """The floor rectangle of wall ``obj``, if it could be a wall of the model."""
     sx, sy, sz = obj.size
     if min(sx, sy, sz) <= 0.0:
@@ -254,7 +304,7 @@ def _wall_rect(obj: SceneObject, st: NamoSettings) -> Rect:
     return rect
 
 
-def _box_rect(obj: SceneObject, st: NamoSettings) -> Rect:
+def _box_rect(obj: _Flat, st: NamoSettings) -> Rect:
     """The floor rectangle box ``obj`` takes up (its model's, or the perceived one where
     that reaches farther), if the model's box at its place is faithful to it."""
     x, y, yaw = obj.pose
@@ -299,7 +349,7 @@ def _box_rect(obj: SceneObject, st: NamoSettings) -> Rect:
     return (x - hx, y - hy, x + hx, y + hy)
 
 
-def _check_goal_object(obj: SceneObject, st: NamoSettings) -> None:
+def _check_goal_object(obj: _Flat, st: NamoSettings) -> None:
     """The model's goal object is a cylinder ``2 * goal_radius`` across: a larger one would
     be an obstacle the model leaves out (a smaller one only keeps the robot farther off)."""
     most = 2 * st.goal_radius + SIZE_TOLERANCE
@@ -387,7 +437,7 @@ class _Walls:
 
 
 @functools.lru_cache(maxsize=64)
-def _wall_model(objects: tuple[SceneObject, ...], st: NamoSettings) -> _Walls:
+def _wall_model(objects: tuple[_Flat, ...], st: NamoSettings) -> _Walls:
     """The doorways of a scene's walls, and whether the walls the model rebuilds from them
     are the scene's. Cached: a robot sees the same walls in scene after scene, and this is
     most of the cost of turning a scene into a task."""
@@ -453,15 +503,15 @@ def task_from_scene(
     st = settings or NamoSettings()
     validate_scene(scene, frame_id=frame_id)
     size = st.world_size
-    rx, ry, ryaw = scene.robot_pose
+    robot = _planar(scene.robot_pose, "the robot")
+    rx, ry, ryaw = robot
+    objects = tuple(_flat(o) for o in scene.objects)
     if not (0.0 < rx < size and 0.0 < ry < size):
         raise ServiceError(
             ErrorCode.INVALID_SCENE, f"the robot at ({_m(rx)}, {_m(ry)}) is outside the map"
         )
     # The walls first: the goal's checks need the doorways.
-    walls = tuple(
-        o for o in scene.objects if o.object_class == WALL and o.id != scene.goal_object_id
-    )
+    walls = tuple(o for o in objects if o.object_class == WALL and o.id != scene.goal_object_id)
     if not walls:
         raise ServiceError(ErrorCode.INVALID_SCENE, "the scene has no walls: the map is missing")
     model = _wall_model(walls, st)
@@ -474,10 +524,10 @@ def task_from_scene(
         )
     if scene.goal_object_id:
         goal_obj = scene.object(scene.goal_object_id)
-        goal = (goal_obj.pose[0], goal_obj.pose[1])
+        goal = (goal_obj.pose.x, goal_obj.pose.y)
     else:
-        assert scene.goal_xy is not None  # validate_scene checked
-        goal = scene.goal_xy
+        assert scene.goal_pose is not None  # validate_scene checked
+        goal = (scene.goal_pose.x, scene.goal_pose.y)
     if not (0.0 < goal[0] < size and 0.0 < goal[1] < size):
         raise ServiceError(ErrorCode.UNREACHABLE_GOAL, "the goal is outside the map")
     if skeleton.room_of(*goal) != st.goal_room:
@@ -492,16 +542,16 @@ def task_from_scene(
         )
     if model.mismatch:
         raise ServiceError(ErrorCode.INVALID_SCENE, model.mismatch)
-    boxes: list[tuple[SceneObject, Rect]] = []
-    for obj in scene.objects:
+    boxes: list[tuple[_Flat, Rect]] = []
+    for obj in objects:
         if obj.id == scene.goal_object_id:
             _check_goal_object(obj, st)
         elif obj.object_class == BOX and obj.movable:
             boxes.append((obj, _box_rect(obj, st)))
         elif obj.object_class != WALL:
             raise _no_such_object(obj)
-    _check_overlaps(model, boxes, scene.robot_pose, goal, st)
-    by_room: dict[int, list[SceneObject]] = {}
+    _check_overlaps(model, boxes, robot, goal, st)
+    by_room: dict[int, list[_Flat]] = {}
     for obj, _ in boxes:
         by_room.setdefault(skeleton.room_of(obj.pose[0], obj.pose[1]), []).append(obj)
     task_boxes: list[Box] = []
@@ -530,7 +580,7 @@ def task_from_scene(
     return task, slot_of
 
 
-def _no_such_object(obj: SceneObject) -> ServiceError:
+def _no_such_object(obj: _Flat) -> ServiceError:
     kind = "movable" if obj.movable else "static"
     return ServiceError(
         ErrorCode.INVALID_SCENE,
@@ -552,7 +602,7 @@ def _clear_of_walls(rect: Rect, st: NamoSettings) -> bool:
 
 def _check_overlaps(
     walls: _Walls,
-    boxes: list[tuple[SceneObject, Rect]],
+    boxes: list[tuple[_Flat, Rect]],
     robot: Pose2,
     goal: tuple[float, float],
     st: NamoSettings,
@@ -622,98 +672,3 @@ def _connected(graph: dict[int, set[int]], a: int, b: int) -> bool:
             seen.add(nxt)
             frontier.append(nxt)
     return b in seen
-
-
-def plan_geometry(
-    mdp: NamoMDP, states: Sequence[State], actions: Sequence[Action], slot_to_id: dict[str, str]
-) -> tuple[list[PlanStepData], list[Pose2], list[tuple[int, tuple[float, ...]]]]:
-    """(symbolic steps, base poses, (step index, Panda joint angles) for every pick and place)
-    of an executed plan, with objects named by the scene's ids."""
-    st = mdp.task.settings if mdp.task is not None else NamoSettings()
-    top = st.box_size[2] + 0.02
-    pose0 = states[0][0]
-    assert isinstance(pose0, tuple)
-    path: list[Pose2] = [(float(pose0[0]), float(pose0[1]), float(pose0[2]))]
-    steps: list[PlanStepData] = []
-    arm: list[tuple[int, tuple[float, ...]]] = []
-    for i, (op, target, obj) in enumerate(actions):
-        before, after = states[i], states[i + 1]
-        pose = after[0]
-        assert isinstance(pose, tuple)
-        base: Pose2 = (float(pose[0]), float(pose[1]), float(pose[2]))
-        held = str(before[2])
-        name = slot_to_id.get(held, held)
-        if op == "move":
-            if base != path[-1]:
-                path.append(base)
-            mode = "transit" if held == NONE else "transfer"
-            objects = [] if held == NONE else [name]
-            steps.append(PlanStepData("move", objects, mode, base, len(path) - 1))
-        elif op in ("pick", "place"):
-            if op == "pick":
-                value = before[mdp.layout.slot_index[str(obj)]]
-                assert isinstance(value, tuple)
-                xy = (float(value[0]), float(value[1]))
-                objects = [slot_to_id.get(str(obj), str(obj))]
-            else:
-                assert isinstance(target, tuple)
-                xy = (float(target[0]), float(target[1]))
-                objects = [name]
-            scene = mdp._sync(before)
-            joints = scene.arm_solution(xy[0], xy[1], top)
-            if joints is not None:
-                arm.append((len(steps), joints))
-            steps.append(
-                PlanStepData(op, objects, "manipulation", (xy[0], xy[1], base[2]), len(path) - 1)
-            )
-    return steps, path, arm
-
-
-POSITION_TOLERANCE = 0.02  # metres between a move's target and where the base stopped
-YAW_TOLERANCE = 0.05  # radians
-
-
-def execute_steps(
-    mdp: NamoMDP, steps: Sequence[tuple[str, list[str], Pose2]]
-) -> tuple[list[State], int, str]:
-    """Execute (action, object ids, target) steps from ``mdp``'s initial state in its
-    simulator, as a robot would: a move drives straight and stops at the first collision
-    with any wall or box. Returns (states visited, steps done, why it stopped early or "")."""
-    state = mdp.initial_state()
-    trace = [state]
-    for i, (action, objects, target) in enumerate(steps):
-        if action == "move":
-            nxt = mdp.step(state, ("move", target, NONE))
-            pose = nxt[0]
-            assert isinstance(pose, tuple)
-            off = math.hypot(float(pose[0]) - target[0], float(pose[1]) - target[1])
-            dyaw = abs((float(pose[2]) - target[2] + math.pi) % (2 * math.pi) - math.pi)
-            if off > POSITION_TOLERANCE or dyaw > YAW_TOLERANCE:
-                trace.append(nxt)
-                return (
-                    trace,
-                    i,
-                    (
-                        f"step {i}: the base was blocked {off:.2f} m short of "
-                        f"({target[0]:.2f}, {target[1]:.2f})"
-                    ),
-                )
-        elif action == "pick":
-            if len(objects) != 1:
-                return trace, i, f"step {i}: a pick names {len(objects)} objects"
-            nxt = mdp.step(state, ("pick", None, objects[0]))
-            if nxt[2] != objects[0]:
-                return trace, i, f"step {i}: could not pick '{objects[0]}'"
-        elif action == "place":
-            nxt = mdp.step(state, ("place", (target[0], target[1]), NONE))
-            if nxt[2] != NONE:
-                return (
-                    trace,
-                    i,
-                    (f"step {i}: could not put the box down at ({target[0]:.2f}, {target[1]:.2f})"),
-                )
-        else:
-            return trace, i, f"step {i}: unknown action '{action}'"
-        state = nxt
-        trace.append(state)
-    return trace, len(steps), ""

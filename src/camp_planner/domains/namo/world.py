@@ -6,7 +6,7 @@ Metres, x to the right and y up; with ``G`` rooms per side, room ``row * G + col
 (bottom left) and the goal object stands in room ``G² − 1`` (top right). Walls are
 axis-aligned rectangles with doorways; boxes stand in per-room slots, one slot in front of
 every doorway of the room (so boxes really block passages) and the rest spread over the floor.
-Everything here is plain data, shared by the simulator adapter (``camp_planner.sim``), the
+Everything here is plain data, shared by the simulator scene (``domains/namo/scene.py``), the
 renderer and the features; a task is fully described by its seed and settings.
 """
 
@@ -25,7 +25,7 @@ Pose2D = tuple[float, float, float]  # x, y, yaw
 N_ROOMS = 9
 GOAL_ROOM = 8
 START_ROOM = 0
-MAX_GRID = 10  # 100 rooms, 500 box slots: the largest scaling study (docs/results.md)
+MAX_GRID = 10  # 100 rooms, 500 box slots: the largest scaling study (docs/results/history.md)
 
 
 @dataclass(frozen=True)

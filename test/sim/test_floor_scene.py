@@ -1,3 +1,6 @@
+"""The PyBullet scene of a floor world (``camp_planner.sim.floor_scene``), built from NAMO's
+tasks."""
+
 import math
 import random
 
@@ -5,14 +8,8 @@ import pybullet as pb
 import pytest
 
 from camp_planner.domains.namo.world import generate_task
-from camp_planner.sim.namo_scene import (
-    POOL_SIZE,
-    NamoScene,
-    connected_clients,
-    direct_client,
-    idle_servers,
-    warm_up,
-)
+from camp_planner.sim.floor_scene import POOL_SIZE, FloorScene, idle_servers
+from camp_planner.sim.pybullet_servers import connected_clients, direct_client
 
 pytestmark = pytest.mark.pybullet
 TASK = generate_task(0, 1000)
@@ -20,7 +17,7 @@ TASK = generate_task(0, 1000)
 
 def test_start_is_free_and_every_box_is_detected_by_name() -> None:
     with direct_client() as client:
-        scene = NamoScene(TASK, client)
+        scene = FloorScene(TASK, client)
         assert scene.collisions(TASK.start) == set()
         for box in TASK.boxes:
             assert box.name in scene.collisions((box.x, box.y, 0.3))
@@ -28,7 +25,7 @@ def test_start_is_free_and_every_box_is_detected_by_name() -> None:
 
 def test_walls_and_the_goal_object_collide() -> None:
     with direct_client() as client:
-        scene = NamoScene(TASK, client, boxes=[])
+        scene = FloorScene(TASK, client, boxes=[])
         assert "wall" in scene.collisions((0.05, 4.5, 0.0))
         assert "goal" in scene.collisions((*TASK.goal, 0.0))
         # A margin reports near misses that the exact check does not.
@@ -42,17 +39,17 @@ def test_a_scene_with_a_subset_of_boxes_ignores_the_others() -> None:
     keep = TASK.boxes[0].name
     other = TASK.boxes[1]
     with direct_client() as client:
-        scene = NamoScene(TASK, client, boxes=[keep])
+        scene = FloorScene(TASK, client, boxes=[keep])
         assert set(scene.boxes) == {keep}
         assert other.name not in scene.collisions((other.x, other.y, 0.0))
     with direct_client() as client, pytest.raises(KeyError, match="box_nope"):
-        NamoScene(TASK, client, boxes=["box_nope"])
+        FloorScene(TASK, client, boxes=["box_nope"])
 
 
 def test_moving_a_box_moves_its_collision_geometry() -> None:
     box = TASK.boxes[0]
     with direct_client() as client:
-        scene = NamoScene(TASK, client)
+        scene = FloorScene(TASK, client)
         scene.place_box(box.name, 4.5, 4.5)
         assert scene.box_position(box.name) == pytest.approx((4.5, 4.5))
         assert box.name not in scene.collisions((box.x, box.y, 0.0))
@@ -61,15 +58,15 @@ def test_moving_a_box_moves_its_collision_geometry() -> None:
 
 def test_clients_are_independent() -> None:
     with direct_client() as a, direct_client() as b:
-        full = NamoScene(TASK, a)
-        empty = NamoScene(TASK, b, boxes=[])
+        full = FloorScene(TASK, a)
+        empty = FloorScene(TASK, b, boxes=[])
         box = TASK.boxes[0]
         assert box.name in full.collisions((box.x, box.y, 0.0))
         assert empty.collisions((box.x, box.y, 0.0)) == set()
 
 
 def _brute_force(
-    scene: NamoScene, pose: tuple[float, float, float], margin: float, ignore: frozenset[str]
+    scene: FloorScene, pose: tuple[float, float, float], margin: float, ignore: frozenset[str]
 ) -> set[str]:
     """Every named body's exact distance to every robot part: no broadphase, no filters."""
     import pybullet as pb
@@ -100,7 +97,7 @@ def test_both_queries_agree_with_brute_force_everywhere() -> None:
     size = TASK.settings.world_size
     ignore = frozenset(b.name for b in TASK.boxes[:5])
     with direct_client() as lazy_client, direct_client() as ref_client:
-        lazy, ref = NamoScene(TASK, lazy_client), NamoScene(TASK, ref_client)
+        lazy, ref = FloorScene(TASK, lazy_client), FloorScene(TASK, ref_client)
         for scene in (lazy, ref):
             scene.set_zones([(6.0, 0.0, 9.0, 3.0)])
         nonempty = 0
@@ -146,7 +143,7 @@ def test_the_floor_plan_shortcut_settles_poses_inside_walls_boxes_and_the_goal()
     box = TASK.boxes[0]
     hb = TASK.settings.base_half_extent
     with direct_client() as client:
-        scene = NamoScene(TASK, client)
+        scene = FloorScene(TASK, client)
         for pose in ((box.x, box.y, 0.0), (0.05, 4.5, 0.0), (*TASK.goal, 0.7)):
             moved_before = scene.pose
             assert scene.blocked_at(pose)
@@ -165,7 +162,7 @@ def test_putting_a_box_down_shrinks_the_broadphase_back() -> None:
     later check looks at several times the floor area it needs."""
     box = TASK.boxes[0]
     with direct_client() as client:
-        scene = NamoScene(TASK, client)
+        scene = FloorScene(TASK, client)
         bare = scene._radius
         scene.set_base((box.x - 0.5, box.y, 0.0))
         scene.grasp(box.name)
@@ -185,7 +182,7 @@ def test_the_broadphase_radius_does_not_depend_on_the_heading_it_was_measured_at
 
     box = TASK.boxes[0]
     with direct_client() as client:
-        scene = NamoScene(TASK, client)
+        scene = FloorScene(TASK, client)
         for carrying in (False, True):
             if carrying:
                 scene.set_base((box.x - 0.5, box.y, 0.0))
@@ -206,7 +203,7 @@ def test_the_robot_measured_once_per_held_box_is_the_robot_measured_afresh() -> 
     what measuring the robot there again finds, for every box carried and none."""
     rng = random.Random(5)
     with direct_client() as client, direct_client() as ref_client:
-        scene, ref = NamoScene(TASK, client), NamoScene(TASK, ref_client)
+        scene, ref = FloorScene(TASK, client), FloorScene(TASK, ref_client)
         for box in rng.sample(TASK.boxes, 4) * 2:
             for carrying in (True, False):
                 pose = (rng.uniform(1, 8), rng.uniform(1, 8), rng.uniform(-3, 3))
@@ -234,7 +231,7 @@ def test_a_remembered_arm_solution_is_the_one_ik_finds_from_that_pose() -> None:
     box = TASK.boxes[1]
     top = TASK.settings.box_size[2] + 0.02
     with direct_client() as client:
-        scene = NamoScene(TASK, client)
+        scene = FloorScene(TASK, client)
         poses = [
             (box.x - d * math.cos(h), box.y - d * math.sin(h), h + rng.choice((0.0, 0.5, 2.5)))
             for d, h in ((rng.uniform(0.4, 0.8), rng.uniform(-3, 3)) for _ in range(12))
@@ -259,7 +256,7 @@ def test_bodies_beyond_every_part_of_the_robot_are_not_asked_of_pybullet() -> No
     box = TASK.boxes[0]
     hx, hy = TASK.settings.box_size[0] / 2, TASK.settings.box_size[1] / 2
     with direct_client() as client:
-        scene = NamoScene(TASK, client)
+        scene = FloorScene(TASK, client)
         r = scene._radius
         # Off the box's lower-left corner by 0.9 r along each axis: within the square
         # around the robot's disc, 1.27 r from the robot's centre.
@@ -277,42 +274,18 @@ def test_bodies_beyond_every_part_of_the_robot_are_not_asked_of_pybullet() -> No
         assert scene.pose == before
 
 
-def test_connected_clients_counts_the_servers_not_yet_disconnected() -> None:
-    before = connected_clients()
-    with direct_client(), direct_client():
-        assert connected_clients() == before + 2
-    assert connected_clients() == before
-
-
-def test_a_namo_mdp_loads_the_robot_before_any_planning_clock_starts() -> None:
-    from camp_planner.domains.namo.domain import NamoDomain
-
-    domain = NamoDomain()
-    warm_up.cache_clear()
-    before = connected_clients() - idle_servers()
-    mdp = domain.make_mdp(TASK, domain.default_config())
-    # One server with the arm loaded waits in the pool, and the scene takes it.
-    assert warm_up.cache_info().currsize == 1 and idle_servers() >= 1
-    idle = idle_servers()
-    mdp.scene()
-    assert idle_servers() == idle - 1
-    mdp.close()
-    assert idle_servers() == idle
-    assert connected_clients() - idle_servers() == before
-
-
 def test_a_pooled_scene_checks_as_a_fresh_one_after_other_tasks_used_its_server() -> None:
     rng = random.Random(3)
     other = generate_task(1, 2000)
     for task in (other, TASK):  # the second scene reuses the first one's server
-        scene = NamoScene.open(task)
+        scene = FloorScene.open(task)
         scene.grasp(task.boxes[0].name)  # a held box and zones must not outlive the scene
         scene.set_zones([(0.0, 0.0, 1.0, 1.0)])
         scene.close()
-    pooled = NamoScene.open(TASK)
+    pooled = FloorScene.open(TASK)
     poses = [(rng.uniform(0, 9), rng.uniform(0, 9), rng.uniform(-3.1, 3.1)) for _ in range(400)]
     with direct_client() as client:
-        fresh = NamoScene(TASK, client)
+        fresh = FloorScene(TASK, client)
         assert set(pooled.boxes) == set(fresh.boxes)
         # Nothing of the earlier tasks is left (unnamed leftovers would only slow checks).
         assert pb.getNumBodies(physicsClientId=pooled.client) == pb.getNumBodies(
@@ -329,7 +302,7 @@ def test_a_pooled_scene_checks_as_a_fresh_one_after_other_tasks_used_its_server(
 
 
 def test_the_pool_keeps_at_most_its_size_of_idle_servers() -> None:
-    scenes = [NamoScene.open(TASK) for _ in range(POOL_SIZE + 2)]
+    scenes = [FloorScene.open(TASK) for _ in range(POOL_SIZE + 2)]
     alive = connected_clients()
     for scene in scenes:
         scene.close()
@@ -340,13 +313,13 @@ def test_the_pool_keeps_at_most_its_size_of_idle_servers() -> None:
 def test_every_collision_query_is_counted_and_timed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The planners' stage ``collision_checks`` is the scene's clock: each of the four
     queries adds one check and the time between its start and its end, nothing else."""
-    import camp_planner.sim.namo_scene as namo_scene
+    import camp_planner.sim.floor_scene as floor_scene
 
     ticks = iter(range(1000))
-    monkeypatch.setattr(namo_scene, "_now", lambda: float(next(ticks)))
+    monkeypatch.setattr(floor_scene, "_now", lambda: float(next(ticks)))
     box = TASK.boxes[0]
     with direct_client() as client:
-        scene = NamoScene(TASK, client)
+        scene = FloorScene(TASK, client)
         queries = [
             lambda: scene.collisions(TASK.start),
             lambda: scene.collisions_at((box.x, box.y, 0.3)),
@@ -368,7 +341,7 @@ def test_the_arm_follows_the_base_whenever_something_asks_about_it(
     whatever asks next (collisions, IK, a box's overlaps, the robot's parts) finds the arm
     on the base, as in a scene that moved both every time."""
 
-    from camp_planner.sim import namo_scene
+    from camp_planner.sim import floor_scene
 
     rng = random.Random(11)
     moves: list[int] = []
@@ -378,10 +351,10 @@ def test_the_arm_follows_the_base_whenever_something_asks_about_it(
         moves.append(body)
         reset(body, *args, **kwargs)
 
-    monkeypatch.setattr(namo_scene.pb, "resetBasePositionAndOrientation", counted)
+    monkeypatch.setattr(floor_scene.pb, "resetBasePositionAndOrientation", counted)
     box = TASK.boxes[2]
     with direct_client() as lazy_client, direct_client() as ref_client:
-        lazy, ref = NamoScene(TASK, lazy_client), NamoScene(TASK, ref_client)
+        lazy, ref = FloorScene(TASK, lazy_client), FloorScene(TASK, ref_client)
         asked = 0
         for k in range(300):
             # Poses near a box or a wall, where checks need PyBullet.
@@ -428,13 +401,13 @@ def test_the_floor_index_lists_exactly_the_bodies_near_the_robots_disc() -> None
     tried elsewhere, picked up and let go, and as keep-out zones come and go: at every query
     it lists exactly the named bodies, not held and not ignored, whose floor rectangle (a
     turned box's AABB) comes within the robot's disc grown by the margin."""
-    from camp_planner.sim.namo_scene import _rect_dist2
+    from camp_planner.sim.floor_index import rect_dist2
 
     rng = random.Random(5)
     size = TASK.settings.world_size
     names = [b.name for b in TASK.boxes]
     with direct_client() as client:
-        scene = NamoScene(TASK, client)
+        scene = FloorScene(TASK, client)
 
         def expected(x: float, y: float, margin: float, ignore: frozenset[str]) -> set[int]:
             r = scene._radius + margin
@@ -447,7 +420,7 @@ def test_the_floor_index_lists_exactly_the_bodies_near_the_robots_disc() -> None
                 if rect is None:
                     lo, hi = pb.getAABB(body, -1, physicsClientId=client)
                     rect = scene._box_rect(body) or (lo[0], lo[1], hi[0], hi[1])
-                if _rect_dist2(rect, x, y) <= r * r:
+                if rect_dist2(rect, x, y) <= r * r:
                     out.add(body)
             return out
 
@@ -496,29 +469,3 @@ def test_the_floor_index_lists_exactly_the_bodies_near_the_robots_disc() -> None
         assert scene._near(-0.5, 1.0, 0.0, frozenset()) == scene._near_broadphase(
             -0.5, 1.0, 0.0, frozenset()
         )
-
-
-def test_the_floor_index_puts_a_rectangle_in_the_cells_a_per_cell_test_finds() -> None:
-    """The index finds a rectangle's cells row by row; every cell whose centre lies within
-    reach plus half a cell's diagonal of the rectangle, and no other, as a test of every
-    cell of the grid finds them (near the world's edges too)."""
-    from camp_planner.sim.namo_scene import _INDEX_CELL, _FloorIndex, _rect_dist2
-
-    rng = random.Random(2)
-    for _ in range(300):
-        index = _FloorIndex(9.0, rng.uniform(0.2, 1.2))
-        x, y = rng.uniform(-0.5, 9.5), rng.uniform(-0.5, 9.5)
-        rect = (x, y, x + rng.uniform(0.0, 3.0), y + rng.uniform(0.0, 0.6))
-        grow = index.reach + _INDEX_CELL * math.sqrt(2) / 2
-        c, n = _INDEX_CELL, index.n
-        brute = [
-            row * n + col
-            for row in range(n)
-            for col in range(n)
-            if _rect_dist2(rect, (col + 0.5) * c, (row + 0.5) * c) <= grow * grow
-        ]
-        assert index.cells_within(rect) == brute
-        index.put(7, "box", rect)
-        assert [k for k, cell in enumerate(index.cells) if 7 in cell] == brute
-        index.put(7, "box", None)
-        assert not any(index.cells)

@@ -1,5 +1,8 @@
-"""Named error codes shared by the service and the ROS interfaces (the values match the
-``ERROR_*`` constants of ``camp_msgs/srv/SelectContext`` and ``camp_msgs/action/PlanTask``)."""
+"""Named error codes of the robot interface (the values match the ``ERROR_*`` constants of
+``camp_msgs/srv/SelectContext`` and ``camp_msgs/action/PlanTask``).
+
+They live with the domains because a domain's scene adapter is what refuses a malformed
+scene; the service and the ROS nodes above answer with the same codes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The PyBullet world of a NAMO task: walls, boxes, the goal object and a mobile manipulator.
+"""The PyBullet world of a floor plan: walls, movable boxes, a goal object and a mobile
+manipulator (the world of navigation among movable obstacles).
 
 The robot is a holonomic 0.6 m square base carrying a Franka Panda from ``pybullet_data``,
 mounted towards the back of the base and tucked for driving. The base is placed kinematically
@@ -6,29 +7,30 @@ mounted towards the back of the base and tucked for driving. The base is placed 
 interpolated paths, and execution replays them the same way, so nothing is teleported past an
 obstacle unchecked. A held box is carried rigidly under the gripper and checked with the robot.
 
-Collision checking is AABB-pruned: each robot part's bounding box asks PyBullet's broadphase
-for overlapping bodies, and only those get an exact ``getClosestPoints`` query. Every call
-passes the physics client id explicitly; a scene never touches a global client.
+Collision checking is pruned on the floor plan: each query asks a floor index
+(:class:`~camp_planner.sim.floor_index.FloorIndex`) for the bodies near the robot, and only
+those get an exact ``getClosestPoints`` query. Every call passes the physics client id
+explicitly; a scene never touches a global client.
 
-Loading the arm's URDF is most of a scene's cost (42 ms of 60 ms in the paper's world), so
-:meth:`NamoScene.open` takes a server from a small per-process pool that keeps the arm loaded,
-and :meth:`NamoScene.close` removes the task's bodies and hands the server back.
+:meth:`FloorScene.open` takes a server from a small per-process pool that keeps the arm
+loaded (:class:`~camp_planner.sim.pybullet_servers.ServerPool`), and :meth:`FloorScene.close`
+removes the world's bodies and hands the server back.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from functools import cache
 from time import perf_counter as _now
+from typing import Protocol
 
 import pybullet as pb
-import pybullet_data
 
-from camp_planner.domains.namo.world import NamoTask, Pose2D
+from camp_planner.sim.floor_index import FloorIndex, Rect, rect_dist2
+from camp_planner.sim.pybullet_servers import ServerPool
+
+Pose2D = tuple[float, float, float]  # x, y, yaw
 
 TUCKED = (0.0, 0.0, 0.0, -3.0, 0.0, 3.0, 0.8)  # Panda joints 1-7: folded over the base
 ARM_MOUNT_X = -0.12  # the arm's base sits behind the base's centre, so the tucked arm fits
@@ -49,67 +51,25 @@ def _quat(yaw: float) -> tuple[float, float, float, float]:
     return (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
 
 
-def _connect() -> int:
-    """A new DIRECT server that finds ``pybullet_data``'s models."""
-    client = int(pb.connect(pb.DIRECT))
-    pb.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=client)
-    return client
-
-
-@contextmanager
-def direct_client() -> Iterator[int]:
-    """A private PyBullet physics server (DIRECT mode, no GUI), disconnected on exit."""
-    client = _connect()
-    try:
-        yield client
-    finally:
-        pb.disconnect(physicsClientId=client)
+# The floor index serves discs up to this much wider than the one it was built for (a
+# check's margin), before it is built again.
+_INDEX_SLACK = 0.05
+# Up to this many bodies moved since the last query are re-indexed at once (a planner moves
+# a box or two between thousands of checks); more are tested one by one until the queries
+# answered that way would have paid for re-indexing them (see FloorScene._near).
+_FOLD_STALE = 16
 
 
 ARM_URDF = "franka_panda/panda.urdf"
 # Idle servers the pool keeps: one per scene a process holds at a time is enough (a planning
 # call holds one; the ROS TAMP server may run two goals at once).
 POOL_SIZE = 2
-_pool: list[tuple[int, int]] = []  # (client, arm body) of idle servers
-# Reentrant: a scene's MDP may be garbage-collected, and hand its server back, while this
-# thread is inside the pool.
-_pool_lock = threading.RLock()
-
-
-def _after_fork_in_child() -> None:
-    # A DIRECT server lives in the process's memory, so a forked worker owns copies of the
-    # idle ones; only the lock may have been held by a thread that did not come along.
-    global _pool_lock
-    _pool_lock = threading.RLock()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _new_server() -> tuple[int, int]:
-    client = _connect()
-    return client, int(pb.loadURDF(ARM_URDF, useFixedBase=True, physicsClientId=client))
-
-
-def _take_server() -> tuple[int, int]:
-    with _pool_lock:
-        if _pool:
-            return _pool.pop()
-    return _new_server()
-
-
-def _give_back(client: int, arm: int) -> None:
-    with _pool_lock:
-        if len(_pool) < POOL_SIZE:
-            _pool.append((client, arm))
-            return
-    pb.disconnect(physicsClientId=client)
+_POOL = ServerPool(ARM_URDF, POOL_SIZE)
 
 
 def idle_servers() -> int:
-    """How many servers the pool holds, ready for :meth:`NamoScene.open`."""
-    with _pool_lock:
-        return len(_pool)
+    """How many servers the pool holds, ready for :meth:`FloorScene.open`."""
+    return _POOL.idle()
 
 
 @cache
@@ -118,22 +78,61 @@ def warm_up() -> None:
     0.20 s to build (PyBullet parses the URDF's meshes once per process) and the next ones
     0.06 s, 0.04 s of it the arm: without this, that cost would land inside a planning call's
     clock."""
-    _give_back(*_new_server())
+    _POOL.give_back(*_POOL.new_server())
 
 
-def connected_clients(max_id: int = 256) -> int:
-    """How many PyBullet physics servers this process has connected and not yet
-    disconnected (ids are small integers handed out in order; ``max_id`` bounds the scan).
-    Every :func:`direct_client` is disconnected on exit and every closed scene's server
-    is pooled or disconnected, so a long run holds no more than the pool's
-    :func:`idle_servers` between planning calls."""
-    return sum(1 for i in range(max_id) if pb.isConnected(physicsClientId=i))
+class FloorDimensions(Protocol):
+    """The sizes of a floor world's things, in metres."""
+
+    @property
+    def wall_height(self) -> float: ...
+    @property
+    def box_size(self) -> tuple[float, float, float]: ...
+    @property
+    def base_half_extent(self) -> float: ...
+    @property
+    def base_height(self) -> float: ...
+    @property
+    def goal_radius(self) -> float: ...
+    @property
+    def world_size(self) -> float: ...
 
 
-class NamoScene:
-    """One task's world in the PyBullet server ``client``.
+class PlacedBox(Protocol):
+    """A movable box standing axis-aligned at (x, y)."""
 
-    ``boxes`` names the movable boxes to create (default: all of the task's). A CAMP's
+    @property
+    def name(self) -> str: ...
+    @property
+    def x(self) -> float: ...
+    @property
+    def y(self) -> float: ...
+
+
+class FloorWorld(Protocol):
+    """What a scene is built from (a domain's task, e.g. NAMO's): walls as floor
+    rectangles, named boxes, the goal object's centre and the robot's start pose."""
+
+    @property
+    def task_id(self) -> int: ...
+    @property
+    def settings(self) -> FloorDimensions: ...
+    @property
+    def boxes(self) -> Sequence[PlacedBox]: ...
+    @property
+    def start(self) -> Pose2D: ...
+    @property
+    def goal(self) -> tuple[float, float]: ...
+
+    def walls(self) -> list[Rect]: ...
+
+    def box_rect(self, x: float, y: float) -> Rect: ...
+
+
+class FloorScene:
+    """One world's scene in the PyBullet server ``client``.
+
+    ``boxes`` names the movable boxes to create (default: all of the world's). A CAMP's
     collision world is built from the boxes it keeps, so dropped boxes cost nothing.
     ``arm``: the arm, already loaded in ``client`` (as the pool's servers have it); by
     default it is loaded here.
@@ -141,21 +140,21 @@ class NamoScene:
 
     def __init__(
         self,
-        task: NamoTask,
+        world: FloorWorld,
         client: int,
         boxes: Iterable[str] | None = None,
         arm: int | None = None,
     ) -> None:
-        self.task = task
+        self.world = world
         self.client = client
         self._pooled = False
-        st = task.settings
+        st = world.settings
         c = client
         self.checks = 0  # collision queries answered (the four methods below)
         self.check_seconds = 0.0  # ... and the time they took
         self.ik_requests = 0  # arm_solution calls, remembered answers included
         self.walls: list[int] = []
-        for x0, y0, x1, y1 in task.walls():
+        for x0, y0, x1, y1 in world.walls():
             self.walls.append(
                 self._static_box(
                     ((x1 - x0) / 2, (y1 - y0) / 2, st.wall_height / 2),
@@ -166,18 +165,18 @@ class NamoScene:
         wanted = None if boxes is None else set(boxes)
         self.boxes: dict[str, int] = {}
         half = (st.box_size[0] / 2, st.box_size[1] / 2, st.box_size[2] / 2)
-        for box in task.boxes:
+        for box in world.boxes:
             if wanted is None or box.name in wanted:
                 self.boxes[box.name] = self._static_box(
                     half, (box.x, box.y, half[2]), (0.15, 0.39, 0.92, 1.0)
                 )
         if wanted is not None and wanted - set(self.boxes):
             unknown = ", ".join(sorted(wanted - set(self.boxes)))
-            raise KeyError(f"task {task.task_id} has no box named {unknown}")
+            raise KeyError(f"task {world.task_id} has no box named {unknown}")
         goal_shape = pb.createCollisionShape(
             pb.GEOM_CYLINDER, radius=st.goal_radius, height=0.2, physicsClientId=c
         )
-        self.goal = pb.createMultiBody(0.0, goal_shape, -1, (*task.goal, 0.1), physicsClientId=c)
+        self.goal = pb.createMultiBody(0.0, goal_shape, -1, (*world.goal, 0.1), physicsClientId=c)
         hb = st.base_half_extent
         self.base = self._static_box((hb, hb, st.base_height / 2), (0, 0, 0), (0.3, 0.3, 0.3, 1))
         if arm is None:
@@ -191,7 +190,7 @@ class NamoScene:
         self._box_rects: dict[int, tuple[float, float, float, float] | None] = {}
         # The floor index of :meth:`_near` (built on its first call), and the bodies that
         # moved, appeared or went since it last looked at them.
-        self._index: _FloorIndex | None = None
+        self._index: FloorIndex | None = None
         self._stale: set[int] = set()
         self._lazy_queries = 0  # queries answered without the index since it was refreshed
         self._zones: list[int] = []
@@ -208,23 +207,23 @@ class NamoScene:
         # Floor rectangles of the bodies that never move (walls, goal, keep-out zones), for
         # the exact disc test in :meth:`_near`.
         self._static_rects: dict[int, tuple[float, float, float, float]] = {
-            w: rect for w, rect in zip(self.walls, task.walls(), strict=True)
+            w: rect for w, rect in zip(self.walls, world.walls(), strict=True)
         }
-        gx, gy = task.goal
+        gx, gy = world.goal
         g = st.goal_radius
         self._static_rects[self.goal] = (gx - g, gy - g, gx + g, gy + g)
-        self.pose: Pose2D = task.start
+        self.pose: Pose2D = world.start
         self._arm_at: Pose2D | None = None  # where the arm was last put (None: not yet)
-        self.set_base(task.start)
+        self.set_base(world.start)
         self._measure_robot()
 
     @classmethod
-    def open(cls, task: NamoTask, boxes: Iterable[str] | None = None) -> NamoScene:
+    def open(cls, world: FloorWorld, boxes: Iterable[str] | None = None) -> FloorScene:
         """The scene in a server of the process's pool (a new one if none is idle); give it
         back with :meth:`close`."""
-        client, arm = _take_server()
+        client, arm = _POOL.take()
         try:
-            scene = cls(task, client, boxes, arm=arm)
+            scene = cls(world, client, boxes, arm=arm)
         except BaseException:
             pb.disconnect(physicsClientId=client)
             raise
@@ -235,14 +234,14 @@ class NamoScene:
         """Remove everything but the arm and hand the server back to the pool (a scene from
         :meth:`open` only; the scene is unusable afterwards)."""
         if not self._pooled:
-            raise RuntimeError("only a scene from NamoScene.open goes back to the pool")
+            raise RuntimeError("only a scene from FloorScene.open goes back to the pool")
         self._pooled = False
         c = self.client
         for body in {*self.walls, *self.boxes.values(), *self._zones, self.goal, self.base}:
             pb.removeBody(body, physicsClientId=c)
         for j, q in enumerate(TUCKED):
             pb.resetJointState(self.arm, j, q, physicsClientId=c)
-        _give_back(c, self.arm)
+        _POOL.give_back(c, self.arm)
 
     def _static_box(
         self,
@@ -273,7 +272,7 @@ class NamoScene:
         c = self.client
         x, y, yaw = pose
         quat = _quat(yaw)
-        h = self.task.settings.base_height
+        h = self.world.settings.base_height
         pb.resetBasePositionAndOrientation(self.base, (x, y, h / 2), quat, physicsClientId=c)
         if self.held is not None:
             dx, dy, z = self._held_offset
@@ -293,7 +292,7 @@ class NamoScene:
         ax, ay = x + ARM_MOUNT_X * math.cos(yaw), y + ARM_MOUNT_X * math.sin(yaw)
         pb.resetBasePositionAndOrientation(
             self.arm,
-            (ax, ay, self.task.settings.base_height),
+            (ax, ay, self.world.settings.base_height),
             _quat(yaw),
             physicsClientId=self.client,
         )
@@ -320,7 +319,7 @@ class NamoScene:
         if self.held is not None:
             raise RuntimeError(f"already holding {self.held}")
         self.held = name
-        self._held_offset = (HOLD_AHEAD, 0.0, self.task.settings.box_size[2] / 2 + LIFT)
+        self._held_offset = (HOLD_AHEAD, 0.0, self.world.settings.box_size[2] / 2 + LIFT)
         self.set_base(self.pose)
         self._measure_robot()
 
@@ -424,7 +423,7 @@ class NamoScene:
 
     def place_box(self, name: str, x: float, y: float, yaw: float = 0.0) -> None:
         """Put box ``name`` standing on the floor at (x, y)."""
-        z = self.task.settings.box_size[2] / 2
+        z = self.world.settings.box_size[2] / 2
         body = self.boxes[name]
         pb.resetBasePositionAndOrientation(body, (x, y, z), _quat(yaw), physicsClientId=self.client)
         self._moved(body)
@@ -434,7 +433,7 @@ class NamoScene:
         """Make floor rectangles (e.g. the rooms a context forbids) solid for collision checks:
         they are reported as ``"forbidden"``. Planning only; :meth:`clear_zones` removes them."""
         self.clear_zones()
-        height = self.task.settings.wall_height + 1.0
+        height = self.world.settings.wall_height + 1.0
         for x0, y0, x1, y1 in rects:
             body = self._static_box(
                 ((x1 - x0) / 2, (y1 - y0) / 2, height / 2),
@@ -534,15 +533,15 @@ class NamoScene:
         near = self._near(x, y, margin, ignore)
         if not near:
             return False
-        sure = self.task.settings.base_half_extent + margin - _SURE_SLACK
+        sure = self.world.settings.base_half_extent + margin - _SURE_SLACK
         rects: list[tuple[int, tuple[float, float, float, float] | None]] = []
         for body, _ in near:
             if body == self.goal:  # a cylinder: its floor rectangle would claim its corners
-                gx, gy = self.task.goal
-                if math.hypot(x - gx, y - gy) < self.task.settings.goal_radius + sure:
+                gx, gy = self.world.goal
+                if math.hypot(x - gx, y - gy) < self.world.settings.goal_radius + sure:
                     return True
             rect = self._static_rects.get(body) or self._box_rect(body)
-            if rect is not None and body != self.goal and _rect_dist2(rect, x, y) < sure * sure:
+            if rect is not None and body != self.goal and rect_dist2(rect, x, y) < sure * sure:
                 return True
             rects.append((body, rect))
         # Each part of the robot lies within its own disc (measured with the robot): a body
@@ -556,7 +555,7 @@ class NamoScene:
             px, py = x + cx * cos - cy * sin, y + cx * sin + cy * cos
             reach = r + margin + _SURE_SLACK
             for body, rect in rects:
-                if rect is not None and _rect_dist2(rect, px, py) >= reach * reach:
+                if rect is not None and rect_dist2(rect, px, py) >= reach * reach:
                     continue
                 pairs.append((part, body))
         if not pairs:
@@ -582,7 +581,7 @@ class NamoScene:
         pos, orn = pb.getBasePositionAndOrientation(body, physicsClientId=self.client)
         rect = None
         if abs(orn[2]) <= 1e-9 and abs(orn[0]) <= 1e-9 and abs(orn[1]) <= 1e-9:
-            rect = self.task.box_rect(float(pos[0]), float(pos[1]))
+            rect = self.world.box_rect(float(pos[0]), float(pos[1]))
         self._box_rects[body] = rect
         return rect
 
@@ -595,14 +594,14 @@ class NamoScene:
         at any yaw, and every body stands on the floor, so no other body can come within
         ``margin`` of the robot: callers settle the rest exactly.
 
-        Answered from a floor index (:class:`_FloorIndex`) instead of PyBullet's broadphase:
+        Answered from a floor index (:class:`FloorIndex`) instead of PyBullet's broadphase:
         the AABB query and the loop over what it found (the robot's own links included)
         were half of a validity check's cost. Queries the index was not built for (a larger
         disc, or outside the world) go to PyBullet (:meth:`_near_broadphase`)."""
         r = self._radius + margin
         index = self._index
         if index is None or r > index.reach:
-            index = self._index = _FloorIndex(self.task.settings.world_size, r + _INDEX_SLACK)
+            index = self._index = FloorIndex(self.world.settings.world_size, r + _INDEX_SLACK)
             self._stale = set(self._names)
         stale = self._stale
         if stale and (len(stale) <= _FOLD_STALE or 2 * self._lazy_queries >= len(stale)):
@@ -617,7 +616,7 @@ class NamoScene:
             return [
                 (body, name)
                 for body, (name, rect) in index.cells[cell].items()
-                if body != held and name not in ignore and _rect_dist2(rect, x, y) <= r2
+                if body != held and name not in ignore and rect_dist2(rect, x, y) <= r2
             ]
         # Many bodies moved since the index was last brought up to date (CSI learning puts
         # a new sampled state in the scene for each check, 60 boxes or so in a 10×10
@@ -632,14 +631,14 @@ class NamoScene:
             if body not in stale
             and body != held
             and name not in ignore
-            and _rect_dist2(rect, x, y) <= r2
+            and rect_dist2(rect, x, y) <= r2
         ]
         for body in stale:
             name = self._names.get(body)
             if name is None or body == held or name in ignore:
                 continue
             rect = self._floor_rect(body)
-            if _rect_dist2(rect, x, y) <= r2:
+            if rect_dist2(rect, x, y) <= r2:
                 near.append((body, name))
         return near
 
@@ -652,7 +651,7 @@ class NamoScene:
             rect = (lo[0], lo[1], hi[0], hi[1])
         return rect
 
-    def _refresh(self, index: _FloorIndex) -> None:
+    def _refresh(self, index: FloorIndex) -> None:
         """Put every stale body where it now stands in ``index`` (nowhere if it is held or
         has gone)."""
         held = -1 if self.held is None else self.boxes[self.held]
@@ -690,7 +689,7 @@ class NamoScene:
             if name is None or body == held or name in ignore:
                 continue
             rect = static.get(body)
-            if rect is not None and _rect_dist2(rect, x, y) > r2:
+            if rect is not None and rect_dist2(rect, x, y) > r2:
                 continue
             near.append((body, name))
         return near
@@ -755,88 +754,3 @@ class NamoScene:
 
     def is_free(self, pose: Pose2D, margin: float = 0.0) -> bool:
         return not self.collisions(pose, margin)
-
-
-# The floor index serves discs up to this much wider than the one it was built for (a
-# check's margin), before it is built again.
-_INDEX_SLACK = 0.05
-_INDEX_CELL = 0.25  # metres
-# Up to this many bodies moved since the last query are re-indexed at once (a planner moves
-# a box or two between thousands of checks); more are tested one by one until the queries
-# answered that way would have paid for re-indexing them (see NamoScene._near).
-_FOLD_STALE = 16
-
-
-class _FloorIndex:
-    """Named bodies' floor rectangles on a grid of ``_INDEX_CELL`` squares: each cell lists
-    every body whose rectangle comes within ``reach`` of some point of the cell, so a disc
-    of radius up to ``reach`` centred in the cell can only meet the bodies listed there.
-
-    A cell maps body to (name, rectangle), in the order the bodies were put there, so that
-    moving a box costs a deletion per cell it leaves. CSI learning moves a box or two
-    between a handful of checks; with a list per cell, filtering the box out of every cell
-    was most of its time in a 10×10 world."""
-
-    def __init__(self, world_size: float, reach: float) -> None:
-        self.reach = reach
-        self.n = math.ceil(world_size / _INDEX_CELL)
-        self.cells: list[dict[int, tuple[str, tuple[float, float, float, float]]]] = [
-            {} for _ in range(self.n * self.n)
-        ]
-        self._where: dict[int, tuple[tuple[float, float, float, float], list[int]]] = {}
-
-    def cell_of(self, x: float, y: float) -> int:
-        """The cell holding (x, y), or -1 outside the grid."""
-        col, row = math.floor(x / _INDEX_CELL), math.floor(y / _INDEX_CELL)
-        if 0 <= col < self.n and 0 <= row < self.n:
-            return row * self.n + col
-        return -1
-
-    def put(self, body: int, name: str, rect: tuple[float, float, float, float] | None) -> None:
-        """List ``body`` (as ``name``) in the cells ``rect`` reaches, and in no other; None
-        takes it out."""
-        old = self._where.get(body)
-        if old is not None and old[0] == rect:
-            return  # put back where it stood (a box tried elsewhere and returned)
-        if old is not None:
-            for cell in old[1]:
-                del self.cells[cell][body]
-            del self._where[body]
-        if rect is None:
-            return
-        self._where[body] = (rect, self.cells_within(rect))
-        entry = (name, rect)
-        for cell in self._where[body][1]:
-            self.cells[cell][body] = entry
-
-    def cells_within(self, rect: tuple[float, float, float, float]) -> list[int]:
-        """The cells whose centres lie within ``reach`` plus half a cell's diagonal of
-        ``rect`` (a cell's points lie within half its diagonal of its centre), row by row:
-        in each row, the columns whose centres lie within the half-width the row's distance
-        from the rectangle leaves."""
-        c, n = _INDEX_CELL, self.n
-        grow = self.reach + c * math.sqrt(2) / 2
-        x0, y0, x1, y1 = rect
-        cells: list[int] = []
-        for row in range(
-            max(math.floor((y0 - grow) / c), 0), min(math.floor((y1 + grow) / c) + 1, n)
-        ):
-            cy = (row + 0.5) * c
-            dy = y0 - cy if cy < y0 else (cy - y1 if cy > y1 else 0.0)
-            left = grow * grow - dy * dy
-            if left < 0:
-                continue
-            half = math.sqrt(left)
-            lo = max(math.ceil((x0 - half) / c - 0.5), 0)
-            hi = min(math.floor((x1 + half) / c - 0.5), n - 1)
-            cells.extend(range(row * n + lo, row * n + hi + 1))
-        return cells
-
-
-def _rect_dist2(rect: tuple[float, float, float, float], x: float, y: float) -> float:
-    """Squared distance from (x, y) to the floor rectangle (x0, y0, x1, y1); 0 inside."""
-    # Comparisons, not max(): called about 60,000 times per second of planning.
-    x0, y0, x1, y1 = rect
-    dx = x0 - x if x < x0 else (x - x1 if x > x1 else 0.0)
-    dy = y0 - y if y < y0 else (y - y1 if y > y1 else 0.0)
-    return dx * dx + dy * dy

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
+from camp_planner.domains.interface.scene import Pose, Scene, SceneObject
 from camp_planner.domains.namo.domain import world_settings
 from camp_planner.domains.namo.scene_io import (
     SIZE_TOLERANCE,
@@ -17,11 +19,9 @@ from camp_planner.domains.namo.scene_io import (
     task_from_scene,
 )
 from camp_planner.domains.namo.world import NamoSettings, generate_task
-from camp_planner.service.errors import ErrorCode, ServiceError
-from camp_planner.service.scene import Scene, SceneObject
 from camp_planner.workflow import Pipeline
 
-CONFIG = Path(__file__).resolve().parents[2] / "config"
+CONFIG = Path(__file__).resolve().parents[3] / "config"
 
 
 def _close(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
@@ -75,20 +75,23 @@ def _box(scene: Scene) -> SceneObject:
 
 def test_malformed_scenes_get_named_errors() -> None:
     s = _scene()
-    assert _code(dataclasses.replace(s, robot_pose=(math.nan, 1.0, 0.0))) == ErrorCode.INVALID_SCENE
-    inf_box = dataclasses.replace(_box(s), pose=(math.inf, 1.0, 0.0))
+    assert (
+        _code(dataclasses.replace(s, robot_pose=Pose.planar(math.nan, 1.0, 0.0)))
+        == ErrorCode.INVALID_SCENE
+    )
+    inf_box = dataclasses.replace(_box(s), pose=Pose.planar(math.inf, 1.0, 0.0))
     objs = tuple(inf_box if o.id == inf_box.id else o for o in s.objects)
     assert _code(dataclasses.replace(s, objects=objs)) == ErrorCode.INVALID_SCENE
     assert _code(dataclasses.replace(s, objects=())) == ErrorCode.EMPTY_SCENE
     assert _code(dataclasses.replace(s, goal_object_id="")) == ErrorCode.MISSING_GOAL
     assert _code(dataclasses.replace(s, goal_object_id="mug")) == ErrorCode.UNKNOWN_OBJECT
-    outside = dataclasses.replace(s, goal_object_id="", goal_xy=(20.0, 20.0))
+    outside = dataclasses.replace(s, goal_object_id="", goal_pose=Pose.planar(20.0, 20.0, 0.0))
     assert _code(outside) == ErrorCode.UNREACHABLE_GOAL
-    wrong_room = dataclasses.replace(s, goal_object_id="", goal_xy=(4.5, 1.5))
+    wrong_room = dataclasses.replace(s, goal_object_id="", goal_pose=Pose.planar(4.5, 1.5, 0.0))
     assert _code(wrong_room) == ErrorCode.UNREACHABLE_GOAL
     twice = dataclasses.replace(s, objects=(*s.objects, _box(s)))
     assert _code(twice) == ErrorCode.INVALID_SCENE
-    table = SceneObject("table", "table", (1.5, 1.5, 0.0), (0.8, 0.8, 0.7), False)
+    table = SceneObject("table", "table", Pose.planar(1.5, 1.5, 0.0), (0.8, 0.8, 0.7), False)
     assert _code(dataclasses.replace(s, objects=(*s.objects, table))) == ErrorCode.INVALID_SCENE
     no_walls = tuple(o for o in s.objects if o.object_class != "wall")
     assert _code(dataclasses.replace(s, objects=no_walls)) == ErrorCode.INVALID_SCENE
@@ -98,7 +101,7 @@ def test_a_room_with_too_many_boxes_is_refused() -> None:
     s = _scene()
     # Room 1 holds three boxes; three more along its top wall, clear of everything, make six.
     extra = tuple(
-        SceneObject(f"extra{k}", "box", (3.5 + 0.4 * k, 2.6, 0.0), (0.3, 0.3, 0.7), True)
+        SceneObject(f"extra{k}", "box", Pose.planar(3.5 + 0.4 * k, 2.6, 0.0), (0.3, 0.3, 0.7), True)
         for k in range(3)
     )
     with pytest.raises(ServiceError) as info:
@@ -112,10 +115,14 @@ def test_walls_that_close_every_doorway_make_the_goal_unreachable() -> None:
     size = 9.0
     for k in (1, 2):  # full walls across the grid: no doorway anywhere
         walls.append(
-            SceneObject(f"v{k}", "wall", (3.0 * k, size / 2, 0.0), (0.1, size, 1.0), False)
+            SceneObject(
+                f"v{k}", "wall", Pose.planar(3.0 * k, size / 2, 0.0), (0.1, size, 1.0), False
+            )
         )
         walls.append(
-            SceneObject(f"h{k}", "wall", (size / 2, 3.0 * k, 0.0), (size, 0.1, 1.0), False)
+            SceneObject(
+                f"h{k}", "wall", Pose.planar(size / 2, 3.0 * k, 0.0), (size, 0.1, 1.0), False
+            )
         )
     assert _code(dataclasses.replace(s, objects=tuple(walls))) == ErrorCode.UNREACHABLE_GOAL
 
@@ -171,21 +178,21 @@ def test_the_message_says_what_the_box_is_and_what_the_model_allows() -> None:
 @pytest.mark.parametrize("xy", [(-50.0, -50.0), (1e300, 1.0), (4.5, -0.2), (9.3, 4.5)])
 def test_a_box_outside_the_map_is_refused_not_clamped(xy: tuple[float, float]) -> None:
     s = _scene()
-    box = dataclasses.replace(_obj(s, "box_r0_3"), pose=(*xy, 0.0))
+    box = dataclasses.replace(_obj(s, "box_r0_3"), pose=Pose.planar(*xy, 0.0))
     error = _refusal(_with(s, box))
     assert error.code == ErrorCode.INVALID_SCENE and "outside the map" in error.message
 
 
 def test_a_box_in_the_outer_wall_is_refused() -> None:
     s = _scene()
-    box = dataclasses.replace(_obj(s, "box_r0_3"), pose=(0.1, 2.3, 0.0))
+    box = dataclasses.replace(_obj(s, "box_r0_3"), pose=Pose.planar(0.1, 2.3, 0.0))
     error = _refusal(_with(s, box))
     assert error.code == ErrorCode.INVALID_SCENE and "wall" in error.message
 
 
 def test_a_box_on_the_robot_is_refused() -> None:
     s = _scene()
-    box = dataclasses.replace(_obj(s, "box_r0_3"), pose=(1.4, 0.84, 0.0))
+    box = dataclasses.replace(_obj(s, "box_r0_3"), pose=Pose.planar(1.4, 0.84, 0.0))
     error = _refusal(_with(s, box))
     assert error.code == ErrorCode.INVALID_SCENE and "robot" in error.message
 
@@ -202,7 +209,7 @@ def test_two_boxes_at_one_spot_are_refused() -> None:
     "pose", [(0.1, 1.5, 0.0), (2.8, 0.5, 0.0), (2.6, 0.5, math.pi / 4)], ids=str
 )
 def test_the_robot_in_a_wall_is_refused(pose: tuple[float, float, float]) -> None:
-    error = _refusal(dataclasses.replace(_scene(), robot_pose=pose))
+    error = _refusal(dataclasses.replace(_scene(), robot_pose=Pose.planar(*pose)))
     assert error.code == ErrorCode.INVALID_SCENE and "robot" in error.message
 
 
@@ -222,14 +229,16 @@ def test_the_frame_is_a_parameter() -> None:
 def test_a_goal_pose_in_another_frame_than_the_scene_is_refused() -> None:
     s = _scene()
     rest = tuple(o for o in s.objects if o.id != s.goal_object_id)
-    goal = dataclasses.replace(s, objects=rest, goal_object_id="", goal_xy=(7.5, 7.5))
+    goal = dataclasses.replace(
+        s, objects=rest, goal_object_id="", goal_pose=Pose.planar(7.5, 7.5, 0.0)
+    )
     task_from_scene(dataclasses.replace(goal, goal_frame_id="map"))
     error = _refusal(dataclasses.replace(goal, goal_frame_id="odom"))
     assert error.code == ErrorCode.INVALID_SCENE and "'odom'" in error.message
 
 
 def _wall(object_id: str, x: float, y: float, sx: float, sy: float) -> SceneObject:
-    return SceneObject(object_id, "wall", (x, y, 0.0), (sx, sy, 1.0), False)
+    return SceneObject(object_id, "wall", Pose.planar(x, y, 0.0), (sx, sy, 1.0), False)
 
 
 def _walls_the_model_would_not_have() -> dict[str, Scene]:
@@ -238,9 +247,15 @@ def _walls_the_model_would_not_have() -> dict[str, Scene]:
     return {
         "in the middle of a room": _with(s, _wall("mid", 1.5, 2.0, 1.0, 0.1)),
         "too thick": _with(s, dataclasses.replace(w4, size=(0.3, 3.0, 1.0))),
-        "off the boundary by 4 cm": _with(s, dataclasses.replace(w4, pose=(3.04, 1.5, 0.0))),
-        "off the boundary by 50 cm": _with(s, dataclasses.replace(w4, pose=(3.5, 1.5, 0.0))),
-        "turned 30 degrees": _with(s, dataclasses.replace(w4, pose=(3.0, 1.5, math.pi / 6))),
+        "off the boundary by 4 cm": _with(
+            s, dataclasses.replace(w4, pose=Pose.planar(3.04, 1.5, 0.0))
+        ),
+        "off the boundary by 50 cm": _with(
+            s, dataclasses.replace(w4, pose=Pose.planar(3.5, 1.5, 0.0))
+        ),
+        "turned 30 degrees": _with(
+            s, dataclasses.replace(w4, pose=Pose.planar(3.0, 1.5, math.pi / 6))
+        ),
         "a doorway 0.8 m wide": _with(s, _wall("narrow", 0.699, 3.0, 0.2, 0.1)),
         "a doorway 1.3 m wide": _with(s, _wall("wall_6", 2.4495, 3.0, 1.101, 0.1)),
         "a second gap, 0.4 m": _with(
@@ -270,7 +285,7 @@ def test_doorway_messages_give_the_width_and_the_model_s() -> None:
 
 
 def test_the_goal_in_a_wall_is_refused() -> None:
-    s = dataclasses.replace(_scene(), goal_object_id="", goal_xy=(8.98, 7.5))
+    s = dataclasses.replace(_scene(), goal_object_id="", goal_pose=Pose.planar(8.98, 7.5, 0.0))
     error = _refusal(_with(s, drop=("goal",)))
     assert error.code == ErrorCode.UNREACHABLE_GOAL and "wall" in error.message
 
@@ -278,8 +293,8 @@ def test_the_goal_in_a_wall_is_refused() -> None:
 def test_the_goal_in_a_box_is_refused() -> None:
     # A box of room 5 in the doorway to the goal room (door 5-8 at x 6.82, y 6), the goal
     # given as a pose just inside the goal room, under the box.
-    s = dataclasses.replace(_scene(), goal_object_id="", goal_xy=(6.815, 6.1))
-    box = SceneObject("crate", "box", (6.815, 5.99, 0.0), (0.3, 0.3, 0.7), True)
+    s = dataclasses.replace(_scene(), goal_object_id="", goal_pose=Pose.planar(6.815, 6.1, 0.0))
+    box = SceneObject("crate", "box", Pose.planar(6.815, 5.99, 0.0), (0.3, 0.3, 0.7), True)
     error = _refusal(_with(s, box, drop=("goal",)))
     assert error.code == ErrorCode.UNREACHABLE_GOAL and "crate" in error.message
 
@@ -293,7 +308,7 @@ def test_a_goal_object_larger_than_the_model_s_is_refused() -> None:
 def test_a_box_turned_off_the_axes_is_refused() -> None:
     s = _scene()
     box = _obj(s, "box_r0_3")
-    turned = dataclasses.replace(box, pose=(box.pose[0], box.pose[1], math.pi / 4))
+    turned = dataclasses.replace(box, pose=Pose.planar(box.pose.x, box.pose.y, math.pi / 4))
     error = _refusal(_with(s, turned))
     assert error.code == ErrorCode.INVALID_SCENE and "45" in error.message
 
@@ -304,7 +319,7 @@ def test_a_box_turned_by_a_right_angle_swaps_its_extents() -> None:
     s = scene_from_task(task)
     box = next(o for o in s.objects if o.object_class == "box")
     lying = dataclasses.replace(box, size=(0.2, 0.4, 0.7))
-    upright = dataclasses.replace(lying, pose=(box.pose[0], box.pose[1], -math.pi / 2))
+    upright = dataclasses.replace(lying, pose=Pose.planar(box.pose.x, box.pose.y, -math.pi / 2))
     assert task_from_scene(_with(s, upright), settings)[0].boxes == task.boxes
     assert _refusal(_with(s, lying), settings=settings).code == ErrorCode.INVALID_SCENE
 
@@ -314,8 +329,10 @@ def test_small_differences_within_the_tolerances_are_accepted() -> None:
     box, w4 = _obj(s, "box_r0_3"), _obj(s, "wall_4")
     near = _with(
         s,
-        dataclasses.replace(box, size=(0.34, 0.27, 0.71), pose=(*box.pose[:2], math.radians(2))),
-        dataclasses.replace(w4, pose=(3.01, 1.5, math.pi / 2), size=(3.0, 0.12, 2.5)),
+        dataclasses.replace(
+            box, size=(0.34, 0.27, 0.71), pose=Pose.planar(box.pose.x, box.pose.y, math.radians(2))
+        ),
+        dataclasses.replace(w4, pose=Pose.planar(3.01, 1.5, math.pi / 2), size=(3.0, 0.12, 2.5)),
         _wall("wall_5", 0.2795, 3.0, 0.559, 0.1),  # the 0-3 doorway 1.04 m wide
     )
     task, slots = task_from_scene(near)
@@ -328,7 +345,9 @@ def test_small_differences_within_the_tolerances_are_accepted() -> None:
 def test_touching_boxes_are_accepted() -> None:
     s = _scene()
     box = _obj(s, "box_r0_3")
-    beside = dataclasses.replace(box, id="crate", pose=(box.pose[0] + 0.3, box.pose[1], 0.0))
+    beside = dataclasses.replace(
+        box, id="crate", pose=Pose.planar(box.pose.x + 0.3, box.pose.y, 0.0)
+    )
     task, _ = task_from_scene(_with(s, beside))
     assert len(task.boxes) == len(task_from_scene(s)[0].boxes) + 1
 
@@ -360,3 +379,23 @@ def test_the_tolerances_stay_inside_the_planner_s_clearance() -> None:
     from camp_planner.domains.namo.tamp import PLAN_MARGIN
 
     assert SIZE_TOLERANCE / 2 < PLAN_MARGIN and WALL_TOLERANCE < PLAN_MARGIN
+
+
+def test_the_planar_model_reads_3d_poses_and_refuses_tilted_ones() -> None:
+    s = _scene()
+    box = _obj(s, "box_r0_3")
+    # Any height is the same planar pose; a lean within TILT_TOLERANCE is read as upright.
+    lean = math.radians(1.0)
+    x, y, yaw = box.pose.x, box.pose.y, box.pose.yaw
+    upright = Pose((x, y, 5.0), (math.sin(lean / 2), 0.0, 0.0, math.cos(lean / 2)))
+    assert task_from_scene(_with(s, dataclasses.replace(box, pose=upright)))[0].boxes == (
+        task_from_scene(s)[0].boxes
+    )
+    assert yaw == 0.0
+    fallen = Pose((x, y, 0.15), (math.sin(math.pi / 4), 0.0, 0.0, math.cos(math.pi / 4)))
+    error = _refusal(_with(s, dataclasses.replace(box, pose=fallen)))
+    assert error.code == ErrorCode.INVALID_SCENE
+    assert "'box_r0_3' is tilted 90.0°" in error.message and "planar" in error.message
+    leaning_robot = Pose((1.4, 0.84, 0.0), (0.0, math.sin(0.1), 0.0, math.cos(0.1)))
+    error = _refusal(dataclasses.replace(s, robot_pose=leaning_robot))
+    assert error.code == ErrorCode.INVALID_SCENE and "the robot is tilted" in error.message
