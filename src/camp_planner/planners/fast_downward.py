@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,13 @@ _UNSOLVABLE = {10, 11, 12, 13}
 # second leaves the translator less CPU time than it needs to start).
 _OUT_OF_TIME = {21, 23, 24, 232}
 _PLAN_FOUND = {0, 1, 2, 3}
+_SEARCH_UNSUPPORTED = 34
+# Translator arguments that keep every fact a binary variable. A delete effect whose fact the
+# precondition does not require becomes, on a multi-valued variable, an effect conditioned on
+# the variable's value, which LM-cut and most heuristics refuse; on a binary variable the
+# translator drops that condition. Used only when the default translation was refused, so
+# tasks that plan today keep their (more compact) translation and their plans.
+_BINARY_VARIABLES = ("--invariant-generation-max-candidates", "0")
 
 
 def driver_path() -> Path:
@@ -110,7 +118,9 @@ class _ResidentTranslator:
             )
         return self.proc
 
-    def translate(self, folder: Path, budget: float) -> tuple[int, str]:
+    def translate(
+        self, folder: Path, budget: float, options: Sequence[str] = ()
+    ) -> tuple[int, str]:
         proc = self._start()
         assert proc.stdin is not None
         self._sent += 1
@@ -119,6 +129,7 @@ class _ResidentTranslator:
             "domain": str(folder / "domain.pddl"),
             "problem": str(folder / "problem.pddl"),
             "sas": str(folder / "output.sas"),
+            "options": list(options),
         }
         limit = wait_limit(budget)
         end = None if limit is None else time.monotonic() + limit
@@ -222,6 +233,10 @@ class FastDownward(Planner):
     PDDL given to the planner and the wall time split into writing and solving.
     """
 
+    # 2: tasks whose translation the search refused are translated again with binary
+    # variables (CHANGELOG.md).
+    version = "2"
+
     name = "fast_downward"
 
     def __init__(
@@ -320,6 +335,10 @@ class FastDownward(Planner):
         }
 
 
+class _ConditionalEffects(PlanningError):
+    """The search refused the conditional effects the translator made of the task."""
+
+
 class FDRunner:
     """Runs Fast Downward on PDDL text under a deadline and returns the plan's lines.
 
@@ -357,9 +376,12 @@ class FDRunner:
 
     def run(self, folder: Path, deadline: Deadline) -> list[str]:
         """Plan for ``domain.pddl`` and ``problem.pddl`` already written in ``folder``."""
-        if self.mode == "resident":
-            return self._run_resident(folder, deadline)
-        return self._run(folder, deadline)
+        attempt = self._run_resident if self.mode == "resident" else self._run
+        try:
+            return attempt(folder, deadline, ())
+        except _ConditionalEffects:
+            (folder / "plan.txt").unlink(missing_ok=True)
+            return attempt(folder, deadline, _BINARY_VARIABLES)
 
     def _budget(self, deadline: Deadline) -> float:
         """The seconds left for this call, or a timeout if too few remain to start."""
@@ -368,9 +390,11 @@ class FDRunner:
             raise PlanningTimeout("no time left to start Fast Downward")
         return budget
 
-    def _run_resident(self, folder: Path, deadline: Deadline) -> list[str]:
+    def _run_resident(
+        self, folder: Path, deadline: Deadline, translate: Sequence[str]
+    ) -> list[str]:
         budget = self._budget(deadline)
-        code, log = _RESIDENT.translate(folder, budget)
+        code, log = _RESIDENT.translate(folder, budget, translate)
         if code != 0:
             self._check_code(code, deadline, log)
         budget = deadline.remaining
@@ -400,7 +424,10 @@ class FDRunner:
             raise PlanningTimeout(f"Fast Downward ran out of time (exit code {code})")
         if code not in _PLAN_FOUND:
             tail = log.strip().splitlines()[-3:]
-            raise PlanningError(f"Fast Downward failed (exit code {code}): {' | '.join(tail)}")
+            kind = PlanningError
+            if code == _SEARCH_UNSUPPORTED and "conditional effects" in log:
+                kind = _ConditionalEffects
+            raise kind(f"Fast Downward failed (exit code {code}): {' | '.join(tail)}")
 
     def _plan_lines(
         self, folder: Path, proc: subprocess.CompletedProcess[str], deadline: Deadline
@@ -411,7 +438,7 @@ class FDRunner:
             raise PlanningError(f"Fast Downward wrote no plan (exit code {proc.returncode})")
         return plan_file.read_text().splitlines()
 
-    def _run(self, folder: Path, deadline: Deadline) -> list[str]:
+    def _run(self, folder: Path, deadline: Deadline, translate: Sequence[str]) -> list[str]:
         budget = self._budget(deadline)
         cmd = [sys.executable, str(driver_path())]
         limit = wait_limit(budget)
@@ -422,6 +449,8 @@ class FDRunner:
         if self.alias:
             cmd += ["--alias", self.alias]
         cmd += ["--plan-file", "plan.txt", "domain.pddl", "problem.pddl"]
+        if translate:
+            cmd += ["--translate-options", *translate, "--search-options"]
         if not self.alias:
             cmd += ["--search", self.search]
         try:

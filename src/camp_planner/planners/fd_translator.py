@@ -4,7 +4,8 @@ The driver starts a fresh Python interpreter for the translator on every call, a
 cost about 0.1 s; for the tiny ground tasks CAMPs produce that is most of the planning time,
 which the objective charges. This helper process imports ``fast_downward.translate`` once
 (through its library entry point, ``options.set_options`` then ``main``) and translates one
-task per request: a JSON line ``{"id", "domain", "problem", "sas"}`` on stdin, answered by
+task per request: a JSON line ``{"id", "domain", "problem", "sas"}`` on stdin (and
+optionally ``"options"``, more translator arguments), answered by
 ``{"id", "code", "log"}`` on stdout, with the request's id (so that a caller can tell the
 reply to its request from a late reply to an earlier one) and the exit code (0, or the
 translator's own codes such as 10 for a task proven unsolvable). Run as
@@ -37,7 +38,13 @@ def serve(bin_dir: str) -> None:
         try:
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
                 options.set_options(
-                    [request["domain"], request["problem"], "--sas-file", request["sas"]]
+                    [
+                        request["domain"],
+                        request["problem"],
+                        "--sas-file",
+                        request["sas"],
+                        *request.get("options", []),
+                    ]
                 )
                 translate_main.main()
         except SystemExit as exc:
