@@ -26,6 +26,16 @@ from camp_planner.planners.registry import planner_names
 
 # Settings whose null means "no limit" or "all", even where a domain's default sets a value.
 NULLABLE = frozenset({"contexts.max_contexts", "contexts.variables", "contexts.values"})
+# Settings a file may give although its domain's defaults do not declare them, with the
+# value their absence means (the type a given value must have). They stay out of the
+# defaults so that every existing configuration, and the bundle and cache keys derived from
+# it, is unchanged until a file opts in.
+OPTIONAL: dict[str, Any] = {
+    "contexts.values": None,
+    "contexts.required_values": None,
+    "contexts.max_set_conjunction_variables": 0,
+    "contexts.max_set_size": 2,
+}
 
 
 def load_config(domain: Domain, path: Path | None) -> dict[str, Any]:
@@ -97,10 +107,10 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any], path: str, prefix: str
     out = copy.deepcopy(base)
     for key, value in over.items():
         dotted = f"{prefix}{key}"
-        if key not in out:
+        if key not in out and dotted not in OPTIONAL:
             known = ", ".join(sorted(map(str, out)))
             raise CampError(f"unknown setting {dotted!r} in {path}; known here: {known}")
-        current = out[key]
+        current = out[key] if key in out else OPTIONAL[dotted]
         if isinstance(current, dict):
             if not isinstance(value, Mapping):
                 raise CampError(f"setting {dotted!r} in {path} must be a mapping")
@@ -248,6 +258,9 @@ _RULES: dict[str, _Rule] = {
     "contexts.min_disjunction_length": _COUNT,
     "contexts.max_disjunction_length": _COUNT,
     "contexts.max_conjunction_length": _COUNT,
+    # Set conjunctions (core/context_space.py): off at 0; a domain opts in by declaring both.
+    "contexts.max_set_conjunction_variables": _COUNT,
+    "contexts.max_set_size": _POSITIVE_COUNT,
     "contexts.max_contexts": _nullable(_POSITIVE_COUNT),
     "contexts.seed": _SEED,
     "csi.k1": _POSITIVE_COUNT,

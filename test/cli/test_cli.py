@@ -344,3 +344,64 @@ def test_csi_keeps_every_variable_under_the_universal_context(
     record = json.loads(capsys.readouterr().out)[0]
     assert record["dropped_variables"] == []
     assert record["why"]["agent_room"]["relevant"] is True
+
+
+SET_CONJUNCTIONS = """
+domain: gridworld
+tasks: {train: 2, test: 2}
+contexts:
+  variables: [agent_room, move]
+  values: [0, 1, up, down]
+  include_single: false
+  max_disjunction_length: 0
+  max_set_conjunction_variables: 2
+  max_set_size: 2
+csi: {k1: 10, k2: 5, tasks: 2}
+"""
+
+
+def test_contexts_and_csi_show_set_conjunctions(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Issue 50: a file opts in to conjunctions of per-variable value sets.
+    config = tmp_path / "sets.yaml"
+    config.write_text(SET_CONJUNCTIONS)
+    common = ["--config", str(config), "--artifacts", str(tmp_path / "artifacts")]
+    assert main(["contexts", *common]) == 0
+    text = capsys.readouterr().out
+    assert "agent_room ∈ {0,1} ∧ move=up" in text
+    assert main(["contexts", "--json", *common]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    # agent_room: {0}, {1}, {0,1}; move: {up}, {down}, {down,up}; minus the 4 conjunctions.
+    assert len(rows) == 1 + 9 - 4
+    assert {r["kind"] for r in rows[1:]} == {"set_conjunction"}
+    row = next(r for r in rows if r["name"] == "agent_room ∈ {0,1} ∧ move ∈ {down,up}")
+    assert [t["value"] for t in row["terms"]] == [0, 1, "down", "up"]
+    # A name is accepted back, as printed or typed in ASCII.
+    for ref in (row["name"], "agent_room in {0,1} and move in {down,up}"):
+        assert main(["csi", "--context", ref, "--json", *common]) == 0
+        record = json.loads(capsys.readouterr().out)[0]
+        assert record["context_id"] == row["id"] and record["name"] == row["name"]
+        assert record["context"]["kind"] == "set_conjunction"
+        # The room variable is the context's own, so it always stays.
+        assert "agent_room" in record["relevant_variables"]
+    assert main(["csi", "--context", row["name"], *common]) == 0
+    assert row["id"] in capsys.readouterr().out
+
+
+def test_set_conjunction_settings_are_optional_and_checked(tmp_path: Path) -> None:
+    from camp_planner.config import load_config
+    from camp_planner.core.errors import CampError
+    from camp_planner.domains import get_domain
+
+    domain = get_domain("gridworld")
+    # Absent from the defaults, so existing configurations (and their bundle keys) stay.
+    assert "max_set_conjunction_variables" not in domain.default_config()["contexts"]
+    path = tmp_path / "c.yaml"
+    path.write_text("contexts: {max_set_conjunction_variables: 2, max_set_size: 3}\n")
+    loaded = load_config(domain, path)["contexts"]
+    assert (loaded["max_set_conjunction_variables"], loaded["max_set_size"]) == (2, 3)
+    for bad in ("max_set_size: 0", "max_set_conjunction_variables: -1", "max_set_size: two"):
+        path.write_text(f"contexts: {{{bad}}}\n")
+        with pytest.raises(CampError, match="max_set"):
+            load_config(domain, path)

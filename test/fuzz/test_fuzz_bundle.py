@@ -289,6 +289,8 @@ def test_named_refusals(good: tuple[Path, bytes, np.ndarray]) -> None:
         ({**meta, "metadata": [1]}, state, "malformed metadata"),
         ({**meta, "domain": "namo"}, state, "is for domain 'namo'"),
         ({k: v for k, v in meta.items() if k != "csis"}, state, "is missing 'csis'"),
+        # JSON's true equals 1 in Python; found by the fuzz test above.
+        ({**meta, "format": True}, state, "has format True"),
     ]
     for bad_meta, bad_state, message in cases:
         _save(path, bad_meta, bad_state)

@@ -246,3 +246,35 @@ def test_the_prior_ranks_contexts_by_mean_objective_on_every_task(tmp_path: Path
     assert back.selector.predict_objective(x) == pytest.approx(prior.predict_objective(x))
     with pytest.raises(CampError, match="needs regression labels"):
         SelectorConfig.from_mapping({"model": "prior", "labels": "multilabel"})
+
+
+def test_bundle_round_trips_set_conjunctions_and_their_csis(tmp_path: Path) -> None:
+    from camp_planner.core.csi import CSIResult
+
+    # Issue 50: D4's contexts, with mixed-type values ("none" beside bin numbers).
+    sets = Context(
+        "set_conjunction",
+        (
+            Term("bin", "none"),
+            Term("bin", 2),
+            Term("bin", 5),
+            Term("grasp", "none"),
+            Term("grasp", "top"),
+        ),
+    )
+    space = ContextSpace(
+        (Context.universal(), sets, Context("disjunction", (Term("bin", 2), Term("bin", 5))))
+    )
+    csis = CSIResult(sets, ("bin", "grasp", "blue"), frozenset({("bin", "bin")}), 10, 0.1)
+    x, y = _vector_data()
+    sel = ContextSelector((4,), 3, FAST)
+    sel.fit(x, y % 3)
+    path = tmp_path / "sets.pt"
+    Bundle("manip", "1", space, {sets.id: csis}, sel, {}).save(path)
+    back = load_bundle(path, "manip", "1")
+    assert [c.to_json() for c in back.space] == [c.to_json() for c in space]
+    assert [(c.id, c.name) for c in back.space] == [(c.id, c.name) for c in space]
+    assert back.space[1].kind == "set_conjunction"
+    assert back.space[1].allowed("bin") == ("none", 2, 5)
+    assert back.csis[sets.id].context == sets
+    assert back.csis[sets.id].dependencies == csis.dependencies

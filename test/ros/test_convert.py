@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from camp_planner.core.context import Context, Term
 from camp_planner.domains.interface.scene import Pose
 from camp_planner.domains.namo.world import generate_task
 
@@ -88,3 +89,84 @@ def test_plan_steps_round_trip_through_the_plan_message() -> None:
     assert list(msg.steps[1].arguments) == ["red_0", "side"]
     assert msg.steps[1].target.position.z == 0.8
     assert plan_steps(msg) == steps
+
+
+def _contexts() -> list[Context]:
+    return [
+        Context.universal(),
+        Context("single", (Term("robot_room", 3),)),
+        Context("disjunction", tuple(Term("robot_room", r) for r in (0, 6, 8))),
+        Context("conjunction", (Term("agent_room", 0), Term("move", "up"))),
+        # Issue 50: a conjunction of value sets, with a string beside numbers and a number
+        # that also reads as a string ("2" and 2 must stay apart).
+        Context(
+            "set_conjunction",
+            (
+                Term("bin", "none"),
+                Term("bin", 2),
+                Term("bin", 5),
+                Term("grasp", "none"),
+                Term("grasp", "top"),
+            ),
+        ),
+        Context("set_conjunction", (Term("label", "2"), Term("label", 2), Term("grasp", "top"))),
+    ]
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_every_kind_of_context_round_trips_through_its_message(index: int) -> None:
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    from camp_msgs.msg import Context as ContextMsg
+    from camp_planner.ros.convert import context_from_msg, context_to_msg
+
+    ctx = _contexts()[index]
+    msg = context_to_msg(ctx)
+    assert (msg.id, msg.description, msg.kind) == (ctx.id, ctx.name, ctx.kind)
+    # Over the wire, as a subscriber receives it.
+    wire = deserialize_message(serialize_message(msg), ContextMsg)
+    back = context_from_msg(wire)
+    assert back == ctx and back.id == ctx.id and back.name == ctx.name
+    assert back.to_json() == ctx.to_json()
+
+
+def test_a_set_conjunction_message_lists_each_variables_set() -> None:
+    from camp_planner.ros.convert import context_to_msg
+
+    msg = context_to_msg(_contexts()[4])
+    assert msg.kind == "set_conjunction"
+    assert [(t.variable, list(t.allowed_values)) for t in msg.terms] == [
+        ("bin", ["none", "2", "5"]),
+        ("grasp", ["none", "top"]),
+    ]
+    assert list(msg.terms[0].allowed_values_json) == ['"none"', "2", "5"]
+
+
+def test_context_messages_from_older_senders_and_bad_ones() -> None:
+    from camp_msgs.msg import Context as ContextMsg
+    from camp_msgs.msg import ContextTerm
+    from camp_planner.core.errors import CampError
+    from camp_planner.ros.convert import context_from_msg
+
+    ctx = _contexts()[4]
+    # A sender without the JSON field: whole numbers are read as numbers.
+    old = ContextMsg(id=ctx.id, description=ctx.name, kind="set_conjunction")
+    old.terms = [
+        ContextTerm(variable="bin", allowed_values=["none", "2", "5"]),
+        ContextTerm(variable="grasp", allowed_values=["none", "top"]),
+    ]
+    assert context_from_msg(old) == ctx
+    old.id = "c00000000"
+    with pytest.raises(CampError, match="does not match its terms"):
+        context_from_msg(old)
+    old.id, old.kind = "", "sometimes"
+    with pytest.raises(CampError, match="unknown context kind"):
+        context_from_msg(old)
+    one = ContextMsg(kind="set_conjunction")
+    one.terms = [ContextTerm(variable="bin", allowed_values=["1", "2"])]
+    with pytest.raises(CampError, match="at least two variables"):
+        context_from_msg(one)
+    bad = ContextMsg(kind="single")
+    bad.terms = [ContextTerm(variable="bin", allowed_values=["1"], allowed_values_json=["{"])]
+    with pytest.raises(CampError, match="not JSON"):
+        context_from_msg(bad)

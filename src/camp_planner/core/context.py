@@ -1,8 +1,23 @@
 """Contexts (C, 𝒞): constraints a robot imposes on itself, over discrete variables.
 
-A context is universal, a single term ``V = v``, a conjunction of terms, or a disjunction of
-terms. Contexts are immutable, hashable, serialisable, and carry a stable id derived from
-their canonical form, so ids survive reordering of a context space and process restarts.
+A context is one of five kinds:
+
+* ``universal``: no constraint;
+* ``single``: one term ``V = v``;
+* ``conjunction``: terms over distinct variables, all of which must hold
+  (``bin=2 ∧ grasp=top``);
+* ``disjunction``: terms of which any one must hold (``room ∈ {0,1}``, ``a=1 ∨ b=0``);
+* ``set_conjunction``: a conjunction of per-variable value sets (the paper's conjunctive
+  contexts of D4). Its terms may repeat a variable; the terms of one variable form that
+  variable's allowed set, and *every* constrained variable must take a value in its set:
+  ``bin ∈ {none,2,5} ∧ grasp ∈ {none,top}`` holds for (bin=5, grasp=none) and not for
+  (bin=3, grasp=none). It constrains at least two variables and allows more than one value
+  for at least one of them: with one variable it would be a disjunction, with one value per
+  variable a conjunction, and refusing those keeps one kind (and one id) per meaning.
+
+Contexts are immutable, hashable, serialisable, and carry a stable id derived from their
+canonical form (kind and sorted terms), so ids survive reordering of a context space and
+process restarts.
 """
 
 from __future__ import annotations
@@ -17,8 +32,8 @@ from typing import Any, Literal
 from camp_planner.core.errors import CampError
 from camp_planner.core.mdp import Action, FactoredMDP, State, freeze
 
-ContextKind = Literal["universal", "single", "conjunction", "disjunction"]
-_KINDS: tuple[str, ...] = ("universal", "single", "conjunction", "disjunction")
+ContextKind = Literal["universal", "single", "conjunction", "disjunction", "set_conjunction"]
+_KINDS: tuple[str, ...] = ("universal", "single", "conjunction", "disjunction", "set_conjunction")
 
 
 @dataclass(frozen=True, order=True)
@@ -52,6 +67,18 @@ class Context:
             raise CampError("a conjunction constrains each variable at most once")
         canonical = tuple(sorted(set(self.terms), key=_term_sort_key))
         object.__setattr__(self, "terms", canonical)
+        if self.kind == "set_conjunction":
+            n_vars = len({t.variable for t in canonical})
+            if n_vars < 2:
+                raise CampError(
+                    "a set conjunction constrains at least two variables (use a disjunction "
+                    "for one variable's value set)"
+                )
+            if n_vars == len(canonical):
+                raise CampError(
+                    "a set conjunction allows several values for at least one variable (use a "
+                    "conjunction when each variable has one value)"
+                )
 
     @staticmethod
     def universal() -> Context:
@@ -85,12 +112,15 @@ class Context:
 
     @property
     def name(self) -> str:
-        """A readable form, e.g. ``agent_room ∈ {0,1,2}`` or ``grasp=top ∧ bin=2``."""
+        """A readable form, e.g. ``agent_room ∈ {0,1,2}``, ``grasp=top ∧ bin=2`` or (a set
+        conjunction) ``bin ∈ {none,2,5} ∧ grasp ∈ {none,top}``; values in canonical order
+        (by ``repr``, so strings before numbers). ``ContextSpace.resolve`` accepts it back."""
         if self.is_universal:
             return "universal"
-        if self.kind == "disjunction":
+        if self.kind in ("disjunction", "set_conjunction"):
             groups = self.allowed_values()
-            return " ∨ ".join(
+            joiner = " ∨ " if self.kind == "disjunction" else " ∧ "
+            return joiner.join(
                 f"{var} ∈ {{{','.join(map(str, vals))}}}" if len(vals) > 1 else f"{var}={vals[0]}"
                 for var, vals in groups.items()
             )
@@ -119,7 +149,11 @@ class Context:
         return Context(kind, terms)
 
     def compile(self, mdp: FactoredMDP) -> Callable[[State, Action], bool]:
-        """A fast membership test ``(s, a) -> bool`` bound to ``mdp``'s variable layout."""
+        """A fast membership test ``(s, a) -> bool`` bound to ``mdp``'s variable layout.
+
+        Disjunctions need one variable in its allowed values; every other kind needs all of
+        them (for single terms and conjunctions each set has one value, for a set
+        conjunction it is the variable's set). The CAMP sends (s, a) outside to the sink."""
         if self.is_universal:
             return lambda s, a: True
         lookups: list[tuple[bool, int, frozenset[Hashable]]] = []
@@ -145,6 +179,23 @@ class Context:
     def contains(self, mdp: FactoredMDP, state: State, action: Action) -> bool:
         """Whether (s, a) is in the context."""
         return self.compile(mdp)(state, action)
+
+    def violations(self, mdp: FactoredMDP, state: State, action: Action) -> tuple[str, ...]:
+        """Why (s, a) is outside the context: the constrained variables whose value is not
+        allowed (sorted), or () when (s, a) is inside. A disjunction is violated only when
+        every one of its variables is, so then it names them all. For explanations (which
+        term sent a plan to the sink); membership tests use :meth:`compile`."""
+        if self.is_universal:
+            return ()
+        values = dict(zip((v.name for v in mdp.state_vars), state, strict=True))
+        values.update(zip((v.name for v in mdp.action_vars), action, strict=True))
+        unknown = sorted(self.variables - set(values))
+        if unknown:
+            raise CampError(f"context {self.name} names unknown variable '{unknown[0]}'")
+        bad = tuple(v for v, allowed in sorted(self._allowed.items()) if values[v] not in allowed)
+        if self.kind == "disjunction" and len(bad) < len(self._allowed):
+            return ()
+        return bad
 
 
 def _term_sort_key(t: Term) -> tuple[str, str]:

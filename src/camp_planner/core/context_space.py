@@ -4,6 +4,23 @@ Terms ``V = v`` come from discrete variables whose domain is no larger than a th
 continuous variables are excluded). From them we form single terms, disjunctions and
 conjunctions up to configured lengths, skipping combinations whose variables' joint domain
 size exceeds the threshold. The universal context is always first.
+
+Set conjunctions (``bin ∈ {none,2,5} ∧ grasp ∈ {none,top}``, see :mod:`.context`) come last
+and only when ``max_set_conjunction_variables`` ≥ 2 (default 0: off, so existing spaces and
+their ids are unchanged). Each combines 2 to that many distinct variables, each with an
+allowed set drawn from its candidate terms that
+
+* holds at most ``max_set_size`` values and is a proper subset of the variable's domain
+  (the whole domain would not constrain it);
+* contains every ``required_values`` entry among the variable's candidate values ("none is
+  always allowed"), plus at least one other value (a set of required values only would forbid
+  everything the variable is for);
+
+and at least one set holds two or more values (all singletons are the conjunction family).
+The joint-domain threshold is not applied to them: it exists to keep out continuous and
+huge variables, which ``max_domain_size`` already does per variable, while a set
+conjunction's reason to exist is combining variables; ``max_set_size`` and the variable
+count bound the family instead.
 """
 
 from __future__ import annotations
@@ -35,6 +52,9 @@ class ContextSpaceSpec:
     min_disjunction_length: int = 2
     max_disjunction_length: int = 2
     max_conjunction_length: int = 0
+    # Set conjunctions (see the module docstring): off unless at least 2.
+    max_set_conjunction_variables: int = 0
+    max_set_size: int = 2
     max_contexts: int | None = None
     seed: int = 0
 
@@ -54,6 +74,10 @@ class ContextSpaceSpec:
         required = out.pop("required_values")
         if required is not None:  # absent when unused, so older specs keep their form
             out["required_values"] = list(required)
+        # Likewise the set-conjunction keys while at their defaults.
+        for key in ("max_set_conjunction_variables", "max_set_size"):
+            if out[key] == ContextSpaceSpec.__dataclass_fields__[key].default:
+                del out[key]
         return out
 
 
@@ -83,7 +107,9 @@ class ContextSpace:
         return [c.id for c in self.contexts].index(context.id)
 
     def resolve(self, ref: str) -> Context:
-        """Look a context up by list index, stable id, or readable name."""
+        """Look a context up by list index, stable id, or readable name. A name also matches
+        without its spaces and with ASCII for its symbols (``in``, ``and``/``&``,
+        ``or``/``|``), so ``"bin in {none,2} and grasp=top"`` can be typed in a shell."""
         ref = ref.strip()
         if ref.isdigit():
             i = int(ref)
@@ -91,6 +117,10 @@ class ContextSpace:
                 return self.contexts[i]
         for c in self.contexts:
             if ref in (c.id, c.name):
+                return c
+        loose = _loose_name(ref)
+        for c in self.contexts:
+            if _loose_name(c.name) == loose:
                 return c
         raise CampError(
             f"unknown context '{ref}': use an index 0..{len(self.contexts) - 1} or an id "
@@ -103,6 +133,16 @@ class ContextSpace:
     @staticmethod
     def from_json(data: Sequence[Mapping[str, Any]]) -> ContextSpace:
         return ContextSpace(tuple(Context.from_json(d) for d in data))
+
+
+_ASCII_SYMBOLS = ((" in ", "∈"), (" and ", "∧"), ("&", "∧"), (" or ", "∨"), ("|", "∨"))
+
+
+def _loose_name(name: str) -> str:
+    """``name`` with ASCII symbols replaced and spaces removed, for lenient look-ups."""
+    for ascii_form, symbol in _ASCII_SYMBOLS:
+        name = name.replace(ascii_form, symbol)
+    return "".join(name.split())
 
 
 def candidate_terms(variables: Sequence[Variable], spec: ContextSpaceSpec) -> list[Term]:
@@ -152,8 +192,59 @@ def generate_context_space(mdp: FactoredMDP, spec: ContextSpaceSpec) -> ContextS
                 continue
             if _joint_domain_size(combo, sizes) <= spec.max_domain_size:
                 found.append(Context("conjunction", combo))
+    found.extend(_set_conjunctions(variables, terms, spec))
     if spec.max_contexts is not None and len(found) > spec.max_contexts - 1:
         # A seeded subsample, kept in generation order so ids and indices stay readable.
         keep = sorted(random.Random(spec.seed).sample(range(len(found)), spec.max_contexts - 1))
         found = [found[i] for i in keep]
     return ContextSpace((Context.universal(), *found))
+
+
+def _value_sets(
+    variable: Variable, values: Sequence[Hashable], spec: ContextSpaceSpec
+) -> list[tuple[Hashable, ...]]:
+    """The allowed sets a set conjunction may give ``variable`` (see the module docstring),
+    in generation order: by size, then in the order of ``values``."""
+    domain = list(variable.domain or ())
+    # Like every other family, sets draw only on candidate terms: a required value the
+    # ``values`` filter removed is not added back.
+    required = [v for v in dict.fromkeys(spec.required_values or ()) if v in values]
+    optional = [v for v in values if v not in required]
+    out: list[tuple[Hashable, ...]] = []
+    for extra in range(1, spec.max_set_size - len(required) + 1):
+        for chosen in itertools.combinations(optional, extra):
+            allowed = (*required, *chosen)
+            if len(allowed) < len(domain):
+                out.append(allowed)
+    return out
+
+
+def _set_conjunctions(
+    variables: Sequence[Variable], terms: Sequence[Term], spec: ContextSpaceSpec
+) -> list[Context]:
+    """Every set conjunction ``spec`` asks for over the variables of ``terms``."""
+    if spec.max_set_conjunction_variables < 2:
+        return []
+    by_name = {v.name: v for v in variables}
+    values: dict[str, list[Hashable]] = {}
+    for t in terms:
+        values.setdefault(t.variable, []).append(t.value)
+    sets = {name: _value_sets(by_name[name], vals, spec) for name, vals in values.items()}
+    names = [name for name in values if sets[name]]
+    out: list[Context] = []
+    for width in range(2, spec.max_set_conjunction_variables + 1):
+        for combo in itertools.combinations(names, width):
+            for choice in itertools.product(*(sets[name] for name in combo)):
+                if all(len(allowed) == 1 for allowed in choice):
+                    continue
+                out.append(
+                    Context(
+                        "set_conjunction",
+                        tuple(
+                            Term(name, value)
+                            for name, allowed in zip(combo, choice, strict=True)
+                            for value in allowed
+                        ),
+                    )
+                )
+    return out

@@ -103,7 +103,8 @@ def load_bundle(path: Path, domain: str | None = None, domain_version: str | Non
     state = payload.get("selector")
     if not isinstance(meta, dict):
         raise CampError(f"selector bundle {path} is corrupt: its metadata is not a JSON object")
-    if meta.get("format") != BUNDLE_FORMAT:
+    # JSON's `true` equals 1 in Python: a format is a number, never a boolean.
+    if isinstance(meta.get("format"), bool) or meta.get("format") != BUNDLE_FORMAT:
         raise CampError(
             f"selector bundle {path} has format {meta.get('format')!r}; this camp_planner reads "
             f"format {BUNDLE_FORMAT}: retrain with `camp train`"

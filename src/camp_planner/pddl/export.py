@@ -62,7 +62,7 @@ def _name(text: str) -> str:
 def _context_literals(context: Context | None, base: StripsMDP) -> dict[int, int] | None:
     """Fluent index → the value the context requires, when the context is a single term or a
     conjunction over fluents (None otherwise: nothing can be compiled away)."""
-    if context is None or context.is_universal or context.kind == "disjunction":
+    if context is None or context.kind not in ("single", "conjunction"):
         return None
     out: dict[int, int] = {}
     for term in context.terms:

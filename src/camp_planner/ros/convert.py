@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from typing import Any
 
 from builtin_interfaces.msg import Duration
@@ -16,7 +17,9 @@ from visualization_msgs.msg import Marker, MarkerArray
 from camp_msgs.msg import Context as ContextMsg
 from camp_msgs.msg import ContextTerm, ObjectObservation, PlanStep, SceneObservation, StageTime
 from camp_msgs.msg import Plan as PlanMsg
-from camp_planner.core.context import Context
+from camp_planner.core.context import Context, Term
+from camp_planner.core.errors import CampError
+from camp_planner.core.mdp import freeze
 from camp_planner.domains.interface.plan import PlanRecord, PlanStepData
 from camp_planner.domains.interface.scene import Pose as ScenePose
 from camp_planner.domains.interface.scene import Pose2, Scene, SceneObject
@@ -121,8 +124,58 @@ def _build_context_msg(context: Context) -> ContextMsg:
     msg.id, msg.description = context.id, context.name
     msg.is_universal, msg.kind = context.is_universal, context.kind
     for variable, values in sorted(context.allowed_values().items()):
-        msg.terms.append(ContextTerm(variable=variable, allowed_values=[str(v) for v in values]))
+        msg.terms.append(
+            ContextTerm(
+                variable=variable,
+                allowed_values=[str(v) for v in values],
+                # As Context.canonical_json encodes them, so the id rebuilds exactly.
+                allowed_values_json=[json.dumps(v, default=str) for v in values],
+            )
+        )
     return msg
+
+
+def context_from_msg(msg: ContextMsg) -> Context:
+    """The context a message carries, exactly (every kind, set conjunctions included): the
+    typed values come from ``allowed_values_json``. From a sender that predates that field,
+    a value that reads as a whole number is taken as one, anything else as a string. A
+    :class:`CampError` when the terms make no context of the kind, or when ``id`` is given
+    and is not the rebuilt context's (the sender and receiver would mean different ones)."""
+    if msg.is_universal or msg.kind == "universal":
+        if msg.terms:
+            raise CampError("a universal context message has no terms")
+        return Context.universal()
+    terms: list[Term] = []
+    for t in msg.terms:
+        typed = list(t.allowed_values_json)
+        if typed and len(typed) != len(t.allowed_values):
+            raise CampError(
+                f"context term {t.variable!r}: {len(t.allowed_values)} values but "
+                f"{len(typed)} in JSON"
+            )
+        try:
+            values = [freeze(json.loads(v)) for v in typed] or [
+                _untyped_value(v) for v in t.allowed_values
+            ]
+        except ValueError as exc:
+            raise CampError(f"context term {t.variable!r}: a value is not JSON ({exc})") from None
+        if not values:
+            raise CampError(f"context term {t.variable!r} allows no value")
+        terms.extend(Term(str(t.variable), v) for v in values)
+    context = Context(msg.kind, tuple(terms))  # an unknown kind is a CampError there
+    if msg.id and msg.id != context.id:
+        raise CampError(
+            f"context message id {msg.id!r} does not match its terms (they make {context.id}: "
+            f"{context.name})"
+        )
+    return context
+
+
+def _untyped_value(text: str) -> Hashable:
+    stripped = text.strip()
+    if stripped.lstrip("-").isdigit():
+        return int(stripped)
+    return text
 
 
 def selection_to_response(result: SelectionResult, response: Any) -> Any:

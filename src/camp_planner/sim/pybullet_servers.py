@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 import pybullet as pb
 import pybullet_data
+
+T = TypeVar("T")
 
 
 def connect() -> int:
@@ -89,3 +92,28 @@ class ServerPool:
         """How many servers the pool holds, ready for :meth:`take`."""
         with self._lock:
             return len(self._idle)
+
+
+def static_box(
+    client: int,
+    half: tuple[float, float, float],
+    at: tuple[float, float, float],
+    rgba: tuple[float, float, float, float],
+) -> int:
+    """A massless (static) box body of half-extents ``half`` centred at ``at``."""
+    shape = pb.createCollisionShape(pb.GEOM_BOX, halfExtents=half, physicsClientId=client)
+    look = pb.createVisualShape(
+        pb.GEOM_BOX, halfExtents=half, rgbaColor=rgba, physicsClientId=client
+    )
+    return int(pb.createMultiBody(0.0, shape, look, at, physicsClientId=client))
+
+
+def build_in_pool(pool: ServerPool, build: Callable[[int, int], T]) -> T:
+    """``build(client, body)`` in a server taken from ``pool``; the server is disconnected
+    (not handed back, its contents unknown) if building fails."""
+    client, body = pool.take()
+    try:
+        return build(client, body)
+    except BaseException:
+        pb.disconnect(physicsClientId=client)
+        raise
