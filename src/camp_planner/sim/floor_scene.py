@@ -28,7 +28,7 @@ from typing import Protocol
 import pybullet as pb
 
 from camp_planner.sim.floor_index import FloorIndex, Rect, rect_dist2
-from camp_planner.sim.pybullet_servers import ServerPool
+from camp_planner.sim.pybullet_servers import ServerPool, static_box, yaw_quaternion
 
 Pose2D = tuple[float, float, float]  # x, y, yaw
 
@@ -45,10 +45,6 @@ _AWAY = (500.0, 500.0, -50.0)  # where absent boxes wait, outside every query
 _ARM_LINKS = range(-1, 12)
 _IK_MEMO = 100_000  # arm IK answers a scene remembers (each a few hundred bytes)
 _Disc = tuple[float, float, float]  # a robot part's (x, y) offset and radius
-
-
-def _quat(yaw: float) -> tuple[float, float, float, float]:
-    return (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
 
 
 # The floor index serves discs up to this much wider than the one it was built for (a
@@ -156,7 +152,8 @@ class FloorScene:
         self.walls: list[int] = []
         for x0, y0, x1, y1 in world.walls():
             self.walls.append(
-                self._static_box(
+                static_box(
+                    self.client,
                     ((x1 - x0) / 2, (y1 - y0) / 2, st.wall_height / 2),
                     ((x0 + x1) / 2, (y0 + y1) / 2, st.wall_height / 2),
                     (0.15, 0.16, 0.2, 1.0),
@@ -167,8 +164,8 @@ class FloorScene:
         half = (st.box_size[0] / 2, st.box_size[1] / 2, st.box_size[2] / 2)
         for box in world.boxes:
             if wanted is None or box.name in wanted:
-                self.boxes[box.name] = self._static_box(
-                    half, (box.x, box.y, half[2]), (0.15, 0.39, 0.92, 1.0)
+                self.boxes[box.name] = static_box(
+                    self.client, half, (box.x, box.y, half[2]), (0.15, 0.39, 0.92, 1.0)
                 )
         if wanted is not None and wanted - set(self.boxes):
             unknown = ", ".join(sorted(wanted - set(self.boxes)))
@@ -178,7 +175,9 @@ class FloorScene:
         )
         self.goal = pb.createMultiBody(0.0, goal_shape, -1, (*world.goal, 0.1), physicsClientId=c)
         hb = st.base_half_extent
-        self.base = self._static_box((hb, hb, st.base_height / 2), (0, 0, 0), (0.3, 0.3, 0.3, 1))
+        self.base = static_box(
+            self.client, (hb, hb, st.base_height / 2), (0, 0, 0), (0.3, 0.3, 0.3, 1)
+        )
         if arm is None:
             arm = pb.loadURDF(
                 ARM_URDF, (0, 0, st.base_height), useFixedBase=True, physicsClientId=c
@@ -243,19 +242,6 @@ class FloorScene:
             pb.resetJointState(self.arm, j, q, physicsClientId=c)
         _POOL.give_back(c, self.arm)
 
-    def _static_box(
-        self,
-        half: tuple[float, float, float],
-        at: tuple[float, float, float],
-        rgba: tuple[float, float, float, float],
-    ) -> int:
-        c = self.client
-        shape = pb.createCollisionShape(pb.GEOM_BOX, halfExtents=half, physicsClientId=c)
-        visual = pb.createVisualShape(
-            pb.GEOM_BOX, halfExtents=half, rgbaColor=rgba, physicsClientId=c
-        )
-        return int(pb.createMultiBody(0.0, shape, visual, at, physicsClientId=c))
-
     # --- placing things ---------------------------------------------------------------------
     def set_base(self, pose: Pose2D) -> None:
         """Put the base (and the arm and any held box with it) at ``pose``."""
@@ -271,7 +257,7 @@ class FloorScene:
         without asking about the arm (the paper's world, test task 0)."""
         c = self.client
         x, y, yaw = pose
-        quat = _quat(yaw)
+        quat = yaw_quaternion(yaw)
         h = self.world.settings.base_height
         pb.resetBasePositionAndOrientation(self.base, (x, y, h / 2), quat, physicsClientId=c)
         if self.held is not None:
@@ -293,7 +279,7 @@ class FloorScene:
         pb.resetBasePositionAndOrientation(
             self.arm,
             (ax, ay, self.world.settings.base_height),
-            _quat(yaw),
+            yaw_quaternion(yaw),
             physicsClientId=self.client,
         )
         self._arm_at = self.pose
@@ -425,7 +411,9 @@ class FloorScene:
         """Put box ``name`` standing on the floor at (x, y)."""
         z = self.world.settings.box_size[2] / 2
         body = self.boxes[name]
-        pb.resetBasePositionAndOrientation(body, (x, y, z), _quat(yaw), physicsClientId=self.client)
+        pb.resetBasePositionAndOrientation(
+            body, (x, y, z), yaw_quaternion(yaw), physicsClientId=self.client
+        )
         self._moved(body)
 
     # --- keep-out zones -----------------------------------------------------------------------
@@ -435,7 +423,8 @@ class FloorScene:
         self.clear_zones()
         height = self.world.settings.wall_height + 1.0
         for x0, y0, x1, y1 in rects:
-            body = self._static_box(
+            body = static_box(
+                self.client,
                 ((x1 - x0) / 2, (y1 - y0) / 2, height / 2),
                 ((x0 + x1) / 2, (y0 + y1) / 2, height / 2),
                 (0.5, 0.5, 0.5, 0.0),

@@ -9,6 +9,7 @@ Every call passes its physics client id explicitly; nothing here touches a globa
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -92,6 +93,11 @@ class ServerPool:
         """How many servers the pool holds, ready for :meth:`take`."""
         with self._lock:
             return len(self._idle)
+
+
+def yaw_quaternion(yaw: float) -> tuple[float, float, float, float]:
+    """PyBullet's (x, y, z, w) quaternion of a turn by ``yaw`` about the vertical."""
+    return (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
 
 
 def static_box(

@@ -31,7 +31,12 @@ from typing import Protocol
 import pybullet as pb
 
 from camp_planner.sim.floor_scene import ARM_URDF, GRASP_LINK, TUCKED
-from camp_planner.sim.pybullet_servers import ServerPool, build_in_pool, static_box
+from camp_planner.sim.pybullet_servers import (
+    ServerPool,
+    build_in_pool,
+    static_box,
+    yaw_quaternion,
+)
 from camp_planner.sim.tabletop_geometry import (
     SIDE,
     TOP,
@@ -164,10 +169,6 @@ class ArmCheck:
     orientation: Quat | None = None  # the gripper's, of the two equivalent ones, IK found
 
 
-def _quat(yaw: float) -> Quat:
-    return (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
-
-
 _POOL = ServerPool(ARM_URDF, 2)
 
 
@@ -275,11 +276,11 @@ class TabletopScene:
         x, y, yaw = pose
         c = self.client
         pb.resetBasePositionAndOrientation(
-            self.base, (x, y, st.base_height / 2), _quat(yaw), physicsClientId=c
+            self.base, (x, y, st.base_height / 2), yaw_quaternion(yaw), physicsClientId=c
         )
         m = st.arm_mount_x
         at = (x + m * math.cos(yaw), y + m * math.sin(yaw), st.base_height)
-        pb.resetBasePositionAndOrientation(self.arm, at, _quat(yaw), physicsClientId=c)
+        pb.resetBasePositionAndOrientation(self.arm, at, yaw_quaternion(yaw), physicsClientId=c)
         self.pose = pose
         self._carry()
 
