@@ -36,10 +36,11 @@ setup(
     entry_points={
         "console_scripts": [
             "camp = camp_planner.cli:main",
-            # the node executables launch/namo.launch.py starts (installed to lib/camp_planner)
+            # the node executables launch/{namo,manip}.launch.py start (lib/camp_planner)
             "camp_planner = camp_planner.ros.camp_planner_node:main",
             "tamp_server = camp_planner.ros.tamp_server_node:main",
             "namo_sim = camp_planner.ros.namo_sim_node:main",
+            "manip_sim = camp_planner.ros.manip_sim_node:main",
         ],
     },
 )

@@ -14,16 +14,14 @@ from camp_planner.domains import (
     register_plugin,
 )
 from camp_planner.domains.interface.errors import ErrorCode, ServiceError
+from camp_planner.domains.manip.plugin import ManipPlugin
 from camp_planner.domains.namo.plugin import NamoPlugin
 
 
 def test_every_domain_is_built_by_name() -> None:
-    assert domain_names() == ["dinner", "gridworld", "namo", "pddl"]
-    assert [get_domain(name).name for name in ("dinner", "gridworld", "namo")] == [
-        "dinner",
-        "gridworld",
-        "namo",
-    ]
+    assert domain_names() == ["dinner", "gridworld", "manip", "namo", "pddl"]
+    names = ("dinner", "gridworld", "manip", "namo")
+    assert [get_domain(name).name for name in names] == list(names)
     with pytest.raises(CampError, match=r"unknown domain 'chess'.*gridworld"):
         get_domain("chess")
 
@@ -35,7 +33,14 @@ def test_namo_has_the_robot_plug_in_and_a_domain_without_one_is_refused_by_name(
     with pytest.raises(ServiceError) as info:
         get_plugin("gridworld")
     assert info.value.code == ErrorCode.UNKNOWN_DOMAIN
-    assert "scenes are supported for: namo" in info.value.message
+    assert "scenes are supported for: manip, namo" in info.value.message
+
+
+def test_manip_has_the_robot_plug_in_and_its_sim_node() -> None:
+    assert plugin_domains() == ["manip", "namo"]
+    plugin = get_plugin("manip")
+    assert isinstance(plugin, ManipPlugin) and plugin.domain == "manip"
+    assert plugin.sim_node == "manip_sim"
 
 
 def test_a_plug_in_registers_under_its_domain_s_name() -> None:

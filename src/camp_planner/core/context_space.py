@@ -170,6 +170,12 @@ def _joint_domain_size(terms: Sequence[Term], sizes: Mapping[str, float]) -> flo
     return math.prod(sizes[v] for v in {t.variable for t in terms})
 
 
+def _whole_domain(terms: Sequence[Term], sizes: Mapping[str, float]) -> bool:
+    """Whether ``terms`` name every value of one variable (and nothing else)."""
+    names = {t.variable for t in terms}
+    return len(names) == 1 and len(terms) == sizes[next(iter(names))]
+
+
 def generate_context_space(mdp: FactoredMDP, spec: ContextSpaceSpec) -> ContextSpace:
     """The paper's context family over ``mdp``'s variables, universal context first."""
     variables = mdp.variables
@@ -184,6 +190,8 @@ def generate_context_space(mdp: FactoredMDP, spec: ContextSpaceSpec) -> ContextS
                 t.value for t in combo
             }:
                 continue
+            if _whole_domain(combo, sizes):
+                continue  # every value of its one variable: the universal context again
             if _joint_domain_size(combo, sizes) <= spec.max_domain_size:
                 found.append(Context("disjunction", combo))
     for length in range(2, spec.max_conjunction_length + 1):

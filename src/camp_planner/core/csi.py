@@ -48,7 +48,9 @@ class CSIConfig:
     # rejection sampling gives each term the share of the domain's sampler that lands in it,
     # and with k1 = 25 a term the sampler rarely meets can get no sample at all. Its
     # dependences then go unseen and the CAMP drops variables that matter there (NAMO: every
-    # box of an allowed room). Beyond the paper; off by default.
+    # box of an allowed room). A domain may name its own classes of samples instead
+    # (``FactoredMDP.csi_strata``: manipulation spreads them over the bins and grasps the
+    # context allows). Beyond the paper; off by default.
     stratify: bool = False
 
     @staticmethod
@@ -185,9 +187,7 @@ def learn_csis(
     n_state = len(mdps[0].state_vars)
     state_names = layout[:n_state]
 
-    strata = None
-    if config.stratify and context.kind == "disjunction" and len(context.terms) > 1:
-        strata = [[Context("single", (t,)).compile(m) for t in context.terms] for m in mdps]
+    strata = _strata(mdps, context) if config.stratify else None
     samples = _sample_in_context(mdps, members, config, rng, strata)
     # Per task and state variable, up to k2 distinct probe values v^i, drawn once.
     pools = [
@@ -288,6 +288,19 @@ def tie_exchangeable(
     return out
 
 
+def _strata(
+    mdps: Sequence[FactoredMDP], context: Context
+) -> list[Sequence[Callable[[State, Action], bool]]] | None:
+    """Per task, the membership tests to spread the samples over: the domain's own
+    (:meth:`FactoredMDP.csi_strata`), else the terms of a disjunction, else None."""
+    own = [m.csi_strata(context) for m in mdps]
+    if all(o is not None and len(o) > 1 for o in own):
+        return [o for o in own if o is not None]
+    if context.kind == "disjunction" and len(context.terms) > 1:
+        return [[Context("single", (t,)).compile(m) for t in context.terms] for m in mdps]
+    return None
+
+
 def _sample_in_context(
     mdps: Sequence[FactoredMDP],
     members: Sequence[Callable[[State, Action], bool]],
@@ -296,8 +309,8 @@ def _sample_in_context(
     strata: Sequence[Sequence[Callable[[State, Action], bool]]] | None = None,
 ) -> list[tuple[int, State, Action]]:
     """k1 (task, state, action) assignments inside the context, by rejection sampling; with
-    ``strata`` (per task, a membership test per term of the context) spread evenly over the
-    terms."""
+    ``strata`` (per task, a membership test per term of the context, or per class of samples
+    the domain names) spread evenly over them."""
     if strata is not None:
         return _sample_stratified(mdps, members, strata, config, rng)
     out: list[tuple[int, State, Action]] = []

@@ -198,6 +198,13 @@ class FactoredMDP(ABC):
         context mentions its members. None by default."""
         return ()
 
+    def csi_strata(self, context: Context) -> Sequence[Callable[[State, Action], bool]] | None:
+        """With ``csi.stratify``, the classes of (state, action) samples to spread CSI
+        learning's samples evenly over under ``context`` (e.g. one per kind of action the
+        context allows), or None: then a disjunction's samples are spread over its terms
+        and other contexts are not stratified. None by default."""
+        return None
+
     def assign_state(self, state: State, index: int, value: Hashable) -> State:
         """``state`` with variable ``index`` set to ``value``; domains override this to keep
         derived variables consistent (e.g. a room label that follows from a position)."""

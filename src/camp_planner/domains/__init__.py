@@ -18,11 +18,13 @@ from camp_planner.domains.interface.plugin import DomainPlugin
 _DOMAINS: dict[str, str] = {
     "dinner": "camp_planner.domains.dinner.domain:DinnerDomain",
     "gridworld": "camp_planner.domains.gridworld.domain:GridworldDomain",
+    "manip": "camp_planner.domains.manip.domain:ManipDomain",
     "namo": "camp_planner.domains.namo.domain:NamoDomain",
     "pddl": "camp_planner.domains.pddl_files.domain:PddlFilesDomain",
 }
 # Domains that can be planned from perceived scenes (the service and the ROS nodes).
 _PLUGINS: dict[str, str] = {
+    "manip": "camp_planner.domains.manip.plugin:ManipPlugin",
     "namo": "camp_planner.domains.namo.plugin:NamoPlugin",
 }
 

@@ -192,6 +192,7 @@ class TabletopScene:
         st = world.settings
         c = client
         self.checks = 0  # arm collision checks (one per arm pose)
+        self.ik_requests = 0  # IK solves asked for (each tries up to len(SEEDS) starts)
         self._names: dict[int, str] = {}
         self.slabs: list[int] = []
         for slab in world.slabs():
@@ -293,10 +294,14 @@ class TabletopScene:
         if opening is not None:
             for j in FINGERS:
                 pb.resetJointState(self.arm, j, opening / 2, physicsClientId=c)
+        self._arm_q: tuple[float, ...] | None = tuple(q)
         self._carry()
 
     def tuck(self) -> None:
-        self.set_arm(STOWED)
+        # Every base validity check tucks first: resetting nine joints that are already
+        # stowed cost a quarter of a motion query.
+        if self._arm_q != STOWED:
+            self.set_arm(STOWED)
 
     def arm_joints(self) -> tuple[float, ...]:
         return tuple(
@@ -411,6 +416,8 @@ class TabletopScene:
         self.tuck()
         self.set_base(pose)
         c = self.client
+        if not self._near_anything(margin):
+            return set()
         lo, hi = pb.getAABB(self.base, -1, physicsClientId=c)
         found = pb.getOverlappingObjects(
             tuple(v - margin for v in lo), tuple(v + margin for v in hi), physicsClientId=c
@@ -428,6 +435,28 @@ class TabletopScene:
                 hits.add(name)
         return hits | self.arm_collisions(margin)
 
+    def _near_anything(self, margin: float) -> bool:
+        """Whether any body of the world overlaps the box around the whole robot (base, arm,
+        held object) grown by ``margin``: one broadphase query where the exact check asks
+        one per part, and away from the tables (most of a base motion's poses) the answer is
+        no. The exact check's candidates are a subset of this box's, so it decides alike."""
+        c = self.client
+        parts = [(self.base, -1), *((self.arm, link) for link in ARM_LINKS)]
+        if self.held is not None:
+            parts.append((self.objects[self.held], -1))
+        lo = [math.inf] * 3
+        hi = [-math.inf] * 3
+        for body, link in parts:
+            a, b = pb.getAABB(body, link, physicsClientId=c)
+            for k in range(3):
+                lo[k] = min(lo[k], a[k] - margin)
+                hi[k] = max(hi[k], b[k] + margin)
+        robot = self._robot()
+        return any(
+            int(other) not in robot and int(other) in self._names
+            for other, _ in pb.getOverlappingObjects(lo, hi, physicsClientId=c) or ()
+        )
+
     def base_free(self, pose: Pose2D, margin: float = 0.0) -> bool:
         return not self.base_collisions(pose, margin)
 
@@ -440,6 +469,7 @@ class TabletopScene:
         each of :data:`SEEDS`) and restarts from its own answer; the answer is verified by
         setting the joints and measuring the gripper's position and angle error, and must lie
         within the joint limits. The arm is left as it was."""
+        self.ik_requests += 1
         (ax, ay, az), _ = pb.getBasePositionAndOrientation(self.arm, physicsClientId=self.client)
         if math.dist(position, (ax, ay, az + _SHOULDER_Z)) > _REACH:
             return None
@@ -454,6 +484,7 @@ class TabletopScene:
     ) -> tuple[float, ...] | None:
         c = self.client
         before = self.arm_joints()
+        self._arm_q = None  # the joints are reset below; ``set_arm(before)`` records them
         lower, upper = self._limits
         ranges = [u - lo for lo, u in zip(lower, upper, strict=True)]
         q: tuple[float, ...] = tuple(seed)

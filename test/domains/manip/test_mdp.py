@@ -4,8 +4,12 @@ transitions executed in the PyBullet scene, where an infeasible action changes n
 from collections.abc import Iterator
 
 import pytest
+from manip_actions import REGRASP
+from manip_actions import move as _move
+from manip_actions import pick as _pick
+from manip_actions import place as _place
 
-from camp_planner.core.mdp import Action, State
+from camp_planner.core.mdp import State
 from camp_planner.domains.manip.layout import ABSENT, GREEN, HELD, NONE, layout
 from camp_planner.domains.manip.mdp import GOAL_REWARD, ManipMDP
 from camp_planner.domains.manip.world import generate_task
@@ -13,21 +17,6 @@ from camp_planner.domains.manip.world import generate_task
 SKINNY = generate_task(0, 0)
 FAT = generate_task(1, 1)
 assert not SKINNY.fat and FAT.fat
-
-
-def _move(to: str) -> Action:
-    return ("move", to, NONE, NONE, NONE)
-
-
-def _pick(red: str, style: str) -> Action:
-    return ("pick", NONE, red, style, NONE)
-
-
-def _place(k: int) -> Action:
-    return ("place", NONE, NONE, NONE, k)
-
-
-REGRASP: Action = ("regrasp", NONE, NONE, NONE, NONE)
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +54,8 @@ def test_the_initial_state_and_no_simulator_until_stepped() -> None:
 
 
 def _holding_side(mdp: ManipMDP) -> State:
-    """red_0 picked from the top at left_1, then regrasped from the side at right_3."""
-    s = mdp.step(mdp.initial_state(), _move("left_1"))
+    """red_0 picked from the top at left_18, then regrasped from the side at right_3."""
+    s = mdp.step(mdp.initial_state(), _move("left_18"))
     s = mdp.step(s, _pick("red_0", "top"))
     assert s[1:3] == ("red_0", "top")
     s = mdp.step(s, _move("right_3"))
@@ -110,7 +99,7 @@ def test_a_place_into_an_occupied_bin_is_a_no_op_and_frees_up_without_its_green(
 
 @pytest.mark.pybullet
 def test_a_place_needs_a_side_grasp(skinny: ManipMDP) -> None:
-    s = skinny.step(skinny.initial_state(), _move("left_1"))
+    s = skinny.step(skinny.initial_state(), _move("left_18"))
     s = skinny.step(s, _pick("red_0", "top"))
     s = skinny.step(s, _move("right_3"))
     assert all(skinny.step(s, _place(k)) == s for k in range(9))
@@ -136,7 +125,7 @@ def test_a_blue_on_the_side_approach_blocks_the_pick_and_not_a_top_pick(
     skinny: ManipMDP,
 ) -> None:
     lay = skinny.layout
-    s = skinny.step(skinny.initial_state(), _move("left_1"))
+    s = skinny.step(skinny.initial_state(), _move("left_18"))
     assert skinny.step(s, _pick("red_0", "side")) != s
     assert skinny.step(s, _pick("red_0", "top")) != s
     grasp = skinny.sync(s).grasp("red_0", "side")
@@ -172,7 +161,7 @@ def test_the_goal_reward_when_both_reds_are_in_bins() -> None:
     assert mdp.reward(s, REGRASP, one) == 0.0
     assert mdp.reward(both, REGRASP, both) == 0.0
     # A terminal state does not move (and never starts the simulator).
-    assert mdp.step(both, _move("left_1")) == both
+    assert mdp.step(both, _move("left_18")) == both
     assert mdp._scene is None
 
 

@@ -29,10 +29,17 @@ def test_the_first_tasks_are_pinned() -> None:
     """``random.Random(seed)`` gives the same draws in every process and Python 3 release;
     a change of the generator shows here (and means a new domain version)."""
     train, test = TRAIN[0], TEST[0]
-    assert (train.seed, train.fat, train.occupied) == (0, False, (1, 0, 1, 0, 0, 0, 1, 1, 1))
-    assert (train.reds[0].x, train.reds[0].y) == (-0.600764, 0.001954)
-    assert (test.seed, test.fat, test.occupied) == (5000, True, (1, 0, 0, 0, 1, 0, 0, 0, 0))
-    assert (test.reds[0].x, test.reds[0].y) == (-0.622514, -0.179032)
+    assert (train.seed, train.fat, train.occupied) == (0, False, (0, 1, 1, 0, 1, 0, 1, 1, 0))
+    assert (train.reds[0].x, train.reds[0].y) == (-1.253958, 0.39605)
+    assert (test.seed, test.fat, test.occupied) == (5000, True, (0, 1, 0, 0, 0, 1, 0, 0, 1))
+    assert (test.reds[0].x, test.reds[0].y) == (-0.644559, 0.417046)
+
+
+def test_a_task_shows_the_selector_the_same_features_whatever_its_distractors() -> None:
+    for n in (30, 60):
+        more = make_tasks("test", 10, settings=ManipSettings(n_distractors=n))
+        assert [t.features() for t in more] == [t.features() for t in TEST]
+        assert all(len(t.distractors) == n for t in more)
 
 
 def test_train_and_test_are_disjoint() -> None:

@@ -20,15 +20,21 @@ Dynamics (deterministic; an infeasible action leaves the state unchanged):
   stated here rather than manufactured by tuning the world.
 
 Reward ``goal_reward`` (1000) when every red stands in a bin, which ends the episode.
+
+CSI learning (``csi.stratify``) spreads its samples over the places into each bin and the
+picks of each style a context allows (:meth:`ManipMDP.csi_strata`), and takes each where the
+simulator says its outcome can change (:meth:`ManipMDP.sample_state_action`); the blues are
+exchangeable over the tasks (:meth:`ManipMDP.exchangeable_groups`).
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State
 from camp_planner.domains.manip.layout import (
@@ -44,24 +50,39 @@ from camp_planner.domains.manip.layout import (
     bin_loc,
     layout,
 )
+from camp_planner.domains.manip.tamp import ManipTampInterface, tamp_interface
 from camp_planner.domains.manip.world import ManipObject, ManipTask, Pose2D
+from camp_planner.planners.tamp import InterfaceSettings
 from camp_planner.sim.tabletop_geometry import SIDE, TOP
 from camp_planner.sim.tabletop_scene import TabletopScene
+
+if TYPE_CHECKING:
+    from camp_planner.core.context import Context
 
 GOAL_REWARD = 1000.0
 # How far a probed blue may stand from its own position (each coordinate): within its cell
 # of the 0.2 m grid, its radius and a gap from the cell's border.
 BLUE_PROBE = 0.06
 MEMO_ENTRIES = 50_000
-# Cumulative shares of the CSI samples: picks, then places, then regrasps, then moves.
-PICKS, PLACES, REGRASPS = 0.45, 0.85, 0.92
+# Cumulative shares of the sampler's draws: picks, then places, then regrasps, then moves.
+# With ``csi.stratify`` CSI learning spreads its samples evenly over the classes of
+# ``csi_strata``, so these shares only set how many draws it takes to meet each class (a
+# place into one given bin is (PLACES - PICKS) / 9 of them).
+PICKS, PLACES, REGRASPS = 0.4, 0.85, 0.925
 # A work pose can reach an object whose distance from the base centre is within this
 # (the arm's 0.97 m reach from the shoulder, mounted 0.1 m forward): for CSI samples only.
 SAMPLE_REACH = 1.0
-# ... and places into a bin whose centre lies within this of the arm's mount (measured: 45
-# of 80 places into empty bins worked from such poses, 29 of 97 from farther).
-PLACE_SAMPLE = 0.7
+# A place is sampled from one of this many poses whose arm mount is nearest the bin, one from
+# which the place into the empty bin works (measured over 10 tasks, both reds, every bin:
+# 160, 150 and 114 of 180 such places worked from the nearest, second and third pose).
+PLACE_SAMPLE = 3
+# Blues that can stand in the way of a red's side pick: a neighbouring cell's (0.2 m pitch,
+# jittered) with its probe's offsets.
+BLUE_NEAR = 0.35
+# The share of side-pick samples with a blue in the way (where one can be: ``_pick_setting``).
+BLOCKED = 2 / 3
 Vec3 = tuple[float, float, float]
+_T = TypeVar("_T")
 
 
 def task_layout(task: ManipTask) -> ManipLayout:
@@ -78,6 +99,11 @@ def _r(v: float) -> float:
     return round(float(v), 4)
 
 
+def _is_action(skill: str, index: int, value: Hashable) -> Callable[[State, Action], bool]:
+    """Whether an action is ``skill`` with action variable ``index`` at ``value``."""
+    return lambda s, a: a[0] == skill and a[index] == value
+
+
 @dataclass
 class ManipMDP(FactoredMDP):
     """One manipulation task as a factored MDP, simulated in a pooled PyBullet server (opened
@@ -87,6 +113,11 @@ class ManipMDP(FactoredMDP):
     _scene: TabletopScene | None = field(default=None, repr=False, compare=False)
     _initial: State | None = field(default=None, repr=False, compare=False)
     _memo: dict[tuple[State, Action], State] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    # The base paths the TAMP planner found, (from pose, to pose) by name -> SE(2) waypoints:
+    # a move action names only its goal, and the plan geometry and the sim node follow these.
+    base_paths: dict[tuple[str, str], list[Pose2D]] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -134,7 +165,7 @@ class ManipMDP(FactoredMDP):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_scene=None, _memo={})
+        state.update(_scene=None, _memo={}, base_paths={})
         return state
 
     def close(self) -> None:
@@ -273,6 +304,13 @@ class ManipMDP(FactoredMDP):
             if out[k] == red:  # a red leaving a bin frees it
                 out[k] = NONE
         return tuple(out)
+
+    def tamp_interface(
+        self, state: State, camp: Any, seed: int, settings: InterfaceSettings
+    ) -> ManipTampInterface:
+        """The task-and-motion planning interface for one planning call from ``state``
+        (under ``camp``'s context if given): see :mod:`camp_planner.domains.manip.tamp`."""
+        return tamp_interface(self, state, camp, seed, settings)
 
     # --- FactoredMDP ----------------------------------------------------------------------
     def initial_state(self) -> State:
@@ -447,50 +485,201 @@ class ManipMDP(FactoredMDP):
         m = self._task.settings.arm_mount_x
         return math.hypot(x - px - m * math.cos(yaw), y - py - m * math.sin(yaw))
 
-    def sample_state_action(self, rng: random.Random) -> tuple[State, Action]:
-        """Samples built around what happens in this domain: a pick of a red on a table from
-        a base pose within reach of it (either style), a place of a side-held red into any bin
-        from a pose facing the bins, a regrasp there, or a move.
+    def _screened(self, key: tuple[Hashable, ...], find: Callable[[], _T]) -> _T:
+        """``find()``, computed once per MDP: the screens below are pure functions of the
+        task, so caching them changes no sample."""
+        cache: dict[tuple[Hashable, ...], Any] = self.__dict__.setdefault("_sample_screens", {})
+        if key not in cache:
+            cache[key] = find()
+        found: _T = cache[key]
+        return found
 
-        The shares (``PICKS``, ``PLACES``, ``REGRASPS``) trade one miss for another at
-        k1 = 25 (three training tasks, one run each). Under a bin context only places into
-        its bins are inside it: with a third of the samples places, an allowed bin's
-        occupant and the grasp style went unseen and were dropped. With 60 % places, side
-        picks were too rare and every blue was dropped even under the universal context.
-        No share tried finds every dependence at this budget. The place's bin is left
-        empty or given its green evenly, so that both outcomes get sampled."""
+    @staticmethod
+    def _apart(a: tuple[Hashable, ...], b: tuple[Hashable, ...]) -> float:
+        return math.hypot(float(a[0]) - float(b[0]), float(a[1]) - float(b[1]))  # type: ignore[arg-type]
+
+    def _works(self, state: State, action: Action) -> bool:
+        return self.step(state, action) != state
+
+    def _pick_setting(
+        self, red: str, style: str
+    ) -> tuple[list[str], list[tuple[str, int, Hashable]]]:
+        """Work poses for a CSI sample of picking ``red`` (at home, hands empty, in s0): those
+        within reach from which the pick works (none, e.g., for a top pick of a red too wide
+        for the gripper). For a side pick also the blockers: (pose, blue's index, position)
+        where the pick from that pose works in s0 and fails once that blue, one near the
+        red, stands at the corner of its probe's square nearest the red. A sample with the
+        blue there shows the side pick's dependence on the blues to almost any probe (the
+        blue anywhere else, or gone); of the side picks that merely worked, a third showed
+        it (11 of 35 in 5 tasks)."""
+        s0 = self.initial_state()
+        home = s0[self.layout.loc_index[red] + 1]
+        assert isinstance(home, tuple)
+        rx, ry = float(home[0]), float(home[1])
+        action = ("pick", NONE, red, style, NONE)
+        works = [p for p in self._near(home) if self._works(self.assign_state(s0, 0, p), action)]
+        blockers: list[tuple[str, int, Hashable]] = []
+        if style != SIDE:
+            return works, blockers
+        for i in self.layout.blue_index.values():
+            b = s0[i]
+            if not isinstance(b, tuple):
+                continue
+            bx, by = float(b[0]), float(b[1])
+            if math.hypot(bx - rx, by - ry) > BLUE_NEAR:
+                continue
+            dx = max(-BLUE_PROBE, min(BLUE_PROBE, rx - bx))
+            dy = max(-BLUE_PROBE, min(BLUE_PROBE, ry - by))
+            corner = (_r(bx + dx), _r(by + dy))
+            shifted = self.assign_state(s0, i, corner)
+            blockers += [
+                (p, i, corner)
+                for p in works
+                if not self._works(self.assign_state(shifted, 0, p), action)
+            ]
+        return works, blockers
+
+    def _place_setting(self, red: str, k: int) -> tuple[list[str], bool]:
+        """Work poses for a CSI sample of placing ``red`` (held from the side) into bin
+        ``k``, and whether the other bins must be empty for it: those of the
+        ``PLACE_SAMPLE`` poses whose arm mount is nearest the bin from which the place into
+        the emptied bin works in s0, else with every other bin emptied too (into the centre
+        bin the held red or the arm meets its neighbours' greens: from no pose in 5 of 10
+        tasks), else the nearest. From a pose where it cannot work, whatever the bin holds,
+        the sample shows no dependence at all."""
+        lay = self.layout
+        s = self.assign_state(self.initial_state(), 1, red)
+        s = self.assign_state(s, 2, SIDE)
+        b = self._bins[k]
+        right = [n for n in lay.base_poses if n.startswith("right_")]
+        ranked = sorted(right, key=lambda n: self._mount_distance(n, b.x, b.y))[:PLACE_SAMPLE]
+        action = ("place", NONE, NONE, NONE, k)
+        for empty in (False, True):
+            t = s
+            for j, i in enumerate(lay.bin_index):
+                if j == k or empty:
+                    t = self.assign_state(t, i, NONE)
+            works = [n for n in ranked if self._works(self.assign_state(t, 0, n), action)]
+            if works:
+                return works, empty
+        return [ranked[0]], False
+
+    def _pick_sample(
+        self, state: State, red: str, style: str, rng: random.Random
+    ) -> tuple[State, Action] | None:
+        """A pick of ``red`` from its home in ``state`` (hands emptied, the blues near it
+        where s0 has them) of the style drawn, else of the other, whichever can show a
+        dependence: a top pick that works from some pose, a side pick that a blue can block
+        (from a pose that sees it blocked for ``BLOCKED`` of the samples). None if neither
+        can: a side pick that no blue can block shows only what the others show too, and in
+        3 of the 10 training tasks it took every side pick of the universal context's 25
+        samples, which then dropped every blue."""
+        lay = self.layout
+        s0 = self.initial_state()
+        for chosen in (style, SIDE if style == TOP else TOP):
+            poses, blockers = self._screened(
+                ("pick", red, chosen), partial(self._pick_setting, red, chosen)
+            )
+            if not (blockers if chosen == SIDE else poses):
+                continue
+            state = self.assign_state(state, 1, NONE)
+            i = lay.loc_index[red]
+            state = self.assign_state(state, i + 1, s0[i + 1])
+            home = s0[i + 1]
+            assert isinstance(home, tuple)
+            for j in lay.blue_index.values():
+                b = s0[j]
+                if isinstance(b, tuple) and self._apart(b, home) <= BLUE_NEAR:
+                    state = self.assign_state(state, j, b)
+            if blockers and rng.random() < BLOCKED:
+                pose, j, corner = rng.choice(blockers)
+                state = self.assign_state(state, j, corner)
+            else:
+                pose = rng.choice(poses)
+            return self.assign_state(state, 0, pose), ("pick", NONE, red, chosen, NONE)
+        return None
+
+    def sample_state_action(self, rng: random.Random) -> tuple[State, Action]:
+        """Samples built around what happens in this domain: a pick of a red at home on the
+        left table (either style), a place of a side-held red into any bin, a regrasp facing
+        the bins' table, or a move, each around a perturbed s0 (:meth:`sample_state`).
+
+        Under an action-variable context only the actions it allows are samples, and a
+        variable shows its influence only in the few actions whose outcome it decides: a
+        bin's occupant only in places into that bin (and its neighbours), the grasp style in
+        places, the blues in side picks. At k1 = 25 a plain mix of them missed one or the
+        other (bins and the grasp style dropped under bin contexts with a third of the
+        samples places, every blue dropped even under the universal context with 60 %
+        places). So CSI learning spreads the samples over :meth:`csi_strata`
+        (``csi.stratify``), and each sample is taken where its outcome depends on those
+        variables: from a work pose from which the action works in s0
+        (:meth:`_pick_sample`, :meth:`_place_setting`); for two thirds of the side picks,
+        with a blue in the way; for a place, the other bins as the screen had them and its
+        own bin empty or holding its green evenly, so that both outcomes get sampled. Picks
+        are of reds on the left table only: a red stands on the staging strip only inside
+        a regrasp."""
         lay = self.layout
         state = self.sample_state(rng)
         roll = rng.random()
+        red = rng.choice(lay.reds)
         if roll < PICKS:
-            state = self.assign_state(state, 1, NONE)
-            red = rng.choice(lay.reds)
-            i = lay.loc_index[red]
-            if state[i] not in (TABLE, STAGING):
-                state = self.assign_state(state, i, TABLE)
-            pose = state[i + 1]
-            assert isinstance(pose, tuple)
-            state = self.assign_state(state, 0, rng.choice(self._near(pose) or [START]))
-            # Side picks twice as often: only they meet the blues, whose dependences a
-            # budget of 25 samples otherwise often missed.
-            return state, ("pick", NONE, red, rng.choice((TOP, SIDE, SIDE)), NONE)
-        right = [n for n in lay.base_poses if n.startswith("right_")]
-        if roll < REGRASPS:
-            red = rng.choice(lay.reds)
+            sample = self._pick_sample(state, red, rng.choice((TOP, SIDE)), rng)
+            if sample is not None:
+                return sample
+            # No pick of this red shows anything here (a fat red, no blue near): a place.
+        if roll < PLACES:
+            k = rng.randrange(lay.n_bins)
             state = self.assign_state(state, 1, red)
-            state = self.assign_state(state, 2, SIDE if roll < PLACES else TOP)
-            if roll < PLACES:
-                # From a pose whose arm mount is near the bin: from farther off IK fails
-                # whatever the bin holds, and the sample would show no dependence at all.
-                k = rng.randrange(lay.n_bins)
-                b = self._bins[k]
-                near = [n for n in right if self._mount_distance(n, b.x, b.y) <= PLACE_SAMPLE]
-                state = self.assign_state(state, 0, rng.choice(near or right))
-                state = self.assign_state(state, lay.bin_index[k], rng.choice((NONE, GREEN)))
-                return state, ("place", NONE, NONE, NONE, k)
+            state = self.assign_state(state, 2, SIDE)
+            poses, empty = self._screened(("place", red, k), lambda: self._place_setting(red, k))
+            state = self.assign_state(state, 0, rng.choice(poses))
+            s0 = self.initial_state()
+            for i in lay.bin_index:  # the other bins as the screen had them
+                state = self.assign_state(state, i, NONE if empty else s0[i])
+            state = self.assign_state(state, lay.bin_index[k], rng.choice((NONE, GREEN)))
+            return state, ("place", NONE, NONE, NONE, k)
+        if roll < REGRASPS:
+            state = self.assign_state(state, 1, red)
+            state = self.assign_state(state, 2, rng.choice((TOP, SIDE)))
+            right = [n for n in lay.base_poses if n.startswith("right_")]
             state = self.assign_state(state, 0, rng.choice(right))
             return state, ("regrasp", NONE, NONE, NONE, NONE)
         return state, ("move", rng.choice(lay.base_poses), NONE, NONE, NONE)
+
+    def csi_strata(self, context: Context) -> list[Callable[[State, Action], bool]] | None:
+        """The classes CSI learning spreads its samples over (``csi.stratify``): a place
+        into each bin, a top pick, side picks (two shares), a regrasp and a move, those of
+        them the context allows. Each allowed bin's occupant and the blues then get their
+        own share of samples whatever else the context allows; rejection sampling at k1 = 25
+        left, e.g., one place or none into each of two allowed bins. None for a context over
+        other variables (the core then spreads a disjunction's samples over its terms)."""
+        if not context.variables <= {"grasp", "bin"}:
+            return None
+        member = context.compile(self)
+        s0 = self.initial_state()
+        red = self.layout.reds[0]
+        classes: list[tuple[Action, Callable[[State, Action], bool]]] = [
+            (("place", NONE, NONE, NONE, k), _is_action("place", 4, k))
+            for k in range(self.layout.n_bins)
+        ]
+        # Side picks twice: only they show the blues' influence, and only some of them do.
+        classes += [
+            (("pick", NONE, red, style, NONE), _is_action("pick", 3, style))
+            for style in (TOP, SIDE, SIDE)
+        ]
+        classes += [
+            (("regrasp", NONE, NONE, NONE, NONE), _is_action("regrasp", 0, "regrasp")),
+            (("move", START, NONE, NONE, NONE), _is_action("move", 0, "move")),
+        ]
+        return [test for action, test in classes if member(s0, action)] or None
+
+    def exchangeable_groups(self) -> Sequence[frozenset[str]]:
+        """The blues: every task draws their cells at random (:func:`.world.generate_task`),
+        so over the tasks each ``blue_k`` plays every other's role, as NAMO's box slots do.
+        A side pick meets the one or two blues beside its red, so evidence found for them
+        holds for all; without it the universal context kept only the few blues its side
+        picks happened to meet (3 of 15 in one run)."""
+        return [frozenset(self.layout.blues)]
 
     def sample_action(self, state: State, rng: random.Random) -> Action:
         return rng.choice(list(self.applicable_actions(state)))

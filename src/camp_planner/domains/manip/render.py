@@ -41,6 +41,7 @@ def draw_scene(
     chosen_bins: Collection[int] = (),
     grasps: Mapping[str, str] | None = None,
     base_poses: Sequence[Pose2D] = (),
+    base_path: Sequence[Pose2D] = (),
     title: str = "",
 ) -> None:
     """Draw ``task`` on ``ax``.
@@ -49,7 +50,7 @@ def draw_scene(
     context allows, tinted; ``chosen_bins``: bins a plan places into, outlined; ``grasps``:
     object name → grasp style ("top": a dot in a ring, "side": an arrow from the robot's
     side); ``base_poses``: robot poses drawn as squares with a heading tick (the first is the
-    start)."""
+    start); ``base_path``: the base's way through them, a dotted line."""
     st = task.settings
     for t in task.tables:
         ax.add_patch(
@@ -89,6 +90,8 @@ def draw_scene(
                 FancyArrowPatch(start, (obj.x, obj.y), arrowstyle="->", color=colour, lw=2)
             )
     h = st.base_half_extent
+    if len(base_path) > 1:
+        ax.plot([p[0] for p in base_path], [p[1] for p in base_path], ":", color=ROBOT, lw=1)
     poses = list(base_poses) or [task.start]
     for k, (x, y, yaw) in enumerate(poses):
         c, s = math.cos(yaw), math.sin(yaw)
@@ -96,8 +99,10 @@ def draw_scene(
             (x + c * dx - s * dy, y + s * dx + c * dy)
             for dx, dy in ((-h, -h), (h, -h), (h, h), (-h, h))
         ]
-        ax.add_patch(Polygon(corners, fill=False, ec=ROBOT, lw=1.2 if k == 0 else 0.6))
-        ax.plot([x, x + c * h], [y, y + s * h], color=ROBOT, lw=1.2 if k == 0 else 0.6)
+        # The start solid, the poses the plan stood at faint: they overlap near the tables.
+        alpha = 1.0 if k == 0 else 0.45
+        ax.add_patch(Polygon(corners, fill=False, ec=ROBOT, lw=1.0, alpha=alpha))
+        ax.plot([x, x + c * h], [y, y + s * h], color=ROBOT, lw=1.0, alpha=alpha)
     left, right = task.left_table, task.right_table
     xs = [left.x0, right.x1, *(p[0] for p in poses)]
     ys = [left.y0, right.y0, left.y1, right.y1, *(p[1] for p in poses)]
@@ -105,6 +110,16 @@ def draw_scene(
     ax.set_ylim(min(ys) - h - 0.1, max(ys) + h + 0.1)
     ax.set_aspect("equal")
     ax.axis("off")
+    if dropped or grasps or chosen_bins:
+        ax.text(
+            0.0,
+            0.0,
+            "grey: dropped by the CAMP   ring: top grasp   arrow: side grasp   "
+            "orange: bins placed into   yellow: bins the context allows",
+            transform=ax.transAxes,
+            fontsize=6,
+            color=BIN_WALL,
+        )
     if title:
         ax.set_title(title, fontsize=9)
 

@@ -359,7 +359,15 @@ def generate_task(task_id: int, seed: int, settings: ManipSettings | None = None
     rng = random.Random(seed)
     n = st.cells_per_side
     fat = rng.random() < st.fat_prob
-    skeleton = ManipTask(task_id, seed, fat, (), (False,) * st.bins_per_side**2, settings=st)
+    # What the selector sees (the red radius and the bins) is drawn before the table's
+    # objects, so that a task keeps it whatever the number of distractors (the scaling row
+    # compares the same tasks at 15, 30 and 60).
+    n_bins = st.bins_per_side**2
+    while True:  # redraw until enough bins are free (a few draws at p = 0.5)
+        occupied = tuple(rng.random() < st.occupied_prob for _ in range(n_bins))
+        if n_bins - sum(occupied) >= st.min_free_bins:
+            break
+    skeleton = ManipTask(task_id, seed, fat, (), occupied, settings=st)
     cx, cy = skeleton.left_table.centre
     cells = [(i, j) for i in range(n) for j in range(n)]
     outer = [c for c in cells if min(c) == 0 or max(c) == n - 1]
@@ -395,11 +403,6 @@ def generate_task(task_id: int, seed: int, settings: ManipSettings | None = None
     blue = ((0.0, st.distractor_height, st.distractor_radius),)
     for k, cell in enumerate(blue_cells):
         put(f"blue_{k}", "blue", cell, blue)
-    n_bins = st.bins_per_side**2
-    while True:  # redraw until enough bins are free (a few draws at p = 0.5)
-        occupied = tuple(rng.random() < st.occupied_prob for _ in range(n_bins))
-        if n_bins - sum(occupied) >= st.min_free_bins:
-            break
     green = ((0.0, st.green_height, st.green_radius),)
     for b in skeleton.bins:
         if occupied[b.index]:
