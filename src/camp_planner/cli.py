@@ -481,6 +481,10 @@ def _train(args: argparse.Namespace) -> int:
     print("labels (best context per training task):")
     for name, count in sorted(result.label_counts.items(), key=lambda kv: -kv[1]):
         print(f"  {count:3d} × {name}")
+    for kind, counts in result.label_counts_by_kind.items():
+        print(f"labels of the {sum(counts.values())} {kind} training tasks:")
+        for name, count in sorted(counts.items(), key=lambda kv: -kv[1]):
+            print(f"  {count:3d} × {name}")
     print(f"bundle: {result.bundle_path}")
     return 0
 

@@ -25,7 +25,9 @@ METHODS = ["camp", "camp_ablation", "pure", "plan_transfer", "policy", "task_pol
 METHODS += ["oracle", "oracle_rerun"]
 
 
-def test_manip_trains_and_evaluates_every_method_end_to_end(tmp_path: Path) -> None:
+def test_manip_trains_and_evaluates_every_method_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "tiny.yaml"
     config.write_text(TINY)
     out = tmp_path / "eval"
@@ -39,3 +41,12 @@ def test_manip_trains_and_evaluates_every_method_end_to_end(tmp_path: Path) -> N
     assert (out / "table.md").read_text().count("|") > 10
     bundle = next((tmp_path / "artifacts" / "manip" / "tamp").glob("seed0/selector-*.pt"))
     assert bundle.stat().st_size > 0
+    # Training again reuses every score, and breaks the labels down by kind of task.
+    capsys.readouterr()
+    args = ["train", "--domain", "manip", "--config", str(config), "--json"]
+    assert main([*args, "--artifacts", str(tmp_path / "artifacts")]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["scores_computed"] == 0
+    by_kind = summary["label_counts_by_kind"]
+    assert set(by_kind) <= {"skinny", "fat"}
+    assert sum(sum(c.values()) for c in by_kind.values()) == 2

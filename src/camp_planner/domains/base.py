@@ -82,6 +82,11 @@ class Domain(ABC):
     def features(self, task: Any) -> np.ndarray:
         """θ = φ(s0, R): the task features the context selector sees."""
 
+    def task_kind(self, task: Any) -> str | None:
+        """A short name for the kind of task (manipulation: ``skinny`` or ``fat`` objects),
+        which ``camp train`` breaks its label counts down by; None (the default): one kind."""
+        return None
+
     def region_graph(self, task: Any) -> RegionGraph | None:
         """The task's map of regions (rooms and their doors), if the domain has one; the
         selector uses it to skip contexts that cannot reach the goal."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,8 @@ class TrainResult:
     iterations: int
     final_loss: float
     label_counts: dict[str, int]
+    # The same counts per kind of training task (``Domain.task_kind``; empty: one kind).
+    label_counts_by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 # `camp` settings that only the CAMP method reads when it runs (not the scoring of contexts).
@@ -281,7 +283,20 @@ def train(
     path.with_name(path.stem.replace("selector", "train_scores", 1) + ".json").write_text(
         json.dumps(labelled.to_json(), indent=1)
     )
-    return TrainResult(path, matrix, stats, report.iterations, report.final_loss, dict(counts))
+    by_kind: dict[str, Counter[str]] = {}
+    for task, i in zip(pipe.tasks("train"), labels, strict=True):
+        kind = pipe.domain.task_kind(task)
+        if kind is not None:
+            by_kind.setdefault(kind, Counter())[contexts[i].name] += 1
+    return TrainResult(
+        path,
+        matrix,
+        stats,
+        report.iterations,
+        report.final_loss,
+        dict(counts),
+        {kind: dict(c) for kind, c in sorted(by_kind.items())},
+    )
 
 
 def describe(result: TrainResult) -> dict[str, Any]:
@@ -292,4 +307,5 @@ def describe(result: TrainResult) -> dict[str, Any]:
         "selector_iterations": result.iterations,
         "selector_final_loss": round(result.final_loss, 6),
         "label_counts": result.label_counts,
+        "label_counts_by_kind": result.label_counts_by_kind,
     }

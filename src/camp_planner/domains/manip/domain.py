@@ -84,6 +84,11 @@ class ManipDomain(Domain):
         assert isinstance(task, ManipTask)
         return np.asarray(task.features(), dtype=np.float32)
 
+    def task_kind(self, task: Any) -> str | None:
+        """``fat`` or ``skinny``: the objects a task's contexts are chosen for."""
+        assert isinstance(task, ManipTask)
+        return "fat" if task.fat else "skinny"
+
     def render(self, task: Any, panels: Sequence[RenderPanel], path: Path) -> None:
         """The task's scene; with panels, one per episode: the bins its context allows
         tinted, the bins its plan placed into outlined, each red's grasp style, the base
@@ -124,6 +129,7 @@ def _episode_drawing(task: ManipTask, panel: RenderPanel) -> dict[str, Any]:
         for name in panel.camp.dropped_variables:
             dropped.add(f"green_{name[4:]}" if name.startswith("bin_") else name)
     grasps: dict[str, str] = {}
+    grasp_poses: dict[str, tuple[float, float, float]] = {}
     chosen: list[int] = []
     poses = [task.start]
     if panel.episode is not None:
@@ -131,6 +137,7 @@ def _episode_drawing(task: ManipTask, panel: RenderPanel) -> dict[str, Any]:
             skill, target, obj, grasp, bin_ = action
             if skill == "pick":
                 grasps[str(obj)] = str(grasp)
+                grasp_poses[str(obj)] = poses[-1]
             elif skill == "regrasp":
                 held = next((o for o, s in grasps.items() if s == "top"), None)
                 if held is not None:
@@ -146,6 +153,7 @@ def _episode_drawing(task: ManipTask, panel: RenderPanel) -> dict[str, Any]:
         "allowed_bins": allowed,
         "chosen_bins": chosen,
         "grasps": {o: s.split("+")[0] for o, s in grasps.items()},
+        "grasp_poses": grasp_poses,
         "base_poses": poses,
         "base_path": poses,
     }

@@ -40,6 +40,7 @@ def draw_scene(
     allowed_bins: Collection[int] | None = None,
     chosen_bins: Collection[int] = (),
     grasps: Mapping[str, str] | None = None,
+    grasp_poses: Mapping[str, Pose2D] | None = None,
     base_poses: Sequence[Pose2D] = (),
     base_path: Sequence[Pose2D] = (),
     title: str = "",
@@ -49,7 +50,8 @@ def draw_scene(
     ``dropped``: object names drawn grey (what a CAMP ignores); ``allowed_bins``: bins a
     context allows, tinted; ``chosen_bins``: bins a plan places into, outlined; ``grasps``:
     object name → grasp style ("top": a dot in a ring, "side": an arrow from the robot's
-    side); ``base_poses``: robot poses drawn as squares with a heading tick (the first is the
+    side: from its base pose in ``grasp_poses``, else the first of ``base_poses``);
+    ``base_poses``: robot poses drawn as squares with a heading tick (the first is the
     start); ``base_path``: the base's way through them, a dotted line."""
     st = task.settings
     for t in task.tables:
@@ -82,8 +84,9 @@ def draw_scene(
             ax.add_patch(Circle((obj.x, obj.y), obj.radius + 0.03, fill=False, ec=colour, lw=2))
         else:
             start = (obj.x + obj.radius + 0.12, obj.y)
-            if base_poses:
-                bx, by, _ = base_poses[0]
+            origin = (grasp_poses or {}).get(name) or (base_poses[0] if base_poses else None)
+            if origin is not None:
+                bx, by, _ = origin
                 d = math.hypot(bx - obj.x, by - obj.y) or 1.0
                 start = (obj.x + (bx - obj.x) / d * 0.2, obj.y + (by - obj.y) / d * 0.2)
             ax.add_patch(

@@ -156,7 +156,12 @@ class Refiners(MotionPlanning):
         try:
             index = int(bin_name[len("bin_") :])
             b = self.task.bins[index]
-            occupants = {f"green_{index}", *self.layout.reds} - {red}
+            # What stands in this bin (a neighbour's green or a red in the next bin may be hit
+            # too, but that is a matter of reach, not of this bin's occupant).
+            lay = self.layout
+            occupants = {f"green_{index}"} | {
+                r for r in lay.reds if self.state[lay.loc_index[r]] == f"bin_{index}"
+            }
             reasons: Counter[str] = Counter()
             for pose in self._candidates(b.x, b.y, "right_"):
                 deadline.check()
