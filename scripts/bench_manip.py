@@ -4,9 +4,9 @@ scaling row of paper domain D4), pure planning vs the CAMP of a context.
 For each distractor count in ``--distractors`` (default 15 30 60; ``world.n_distractors``,
 the left table's grid growing from 5 × 5 to fit them) the manipulation pipeline is built
 with that count, and the first ``--tasks`` tasks of ``--split`` are taken. Their seeds are
-the same at every size, and so is whether the reds are fat, but the positions of the objects
-are not (the grid and its outer cells grow, so the same random stream places them
-elsewhere), nor, since it is drawn after them, which bins are occupied.
+the same at every size, and so are what the selector sees (whether the reds are fat, which
+bins are occupied: drawn first), but the positions of the objects are not (the grid and its
+outer cells grow, so the same random stream places them elsewhere).
 
 The context of each task is ``--context REF`` (an index, id or name as ``camp contexts
 --domain manip`` lists them, e.g. "grasp ∈ {none,side}"), or else the first choice of a
@@ -14,8 +14,9 @@ selector bundle: ``--bundle B.pt``, by default the one ``camp train`` wrote for 
 configuration (planner ``tamp``, seed 0) under ``--artifacts``, else the one the package
 ships for manip, if any (none: give ``--context``). The selector's features (the red
 radius, the bins' occupancy) mean the same at every size, so a bundle trained at 15 serves
-every size; its latency is added to the CAMP's time. No fallback follows a failed CAMP (a
-failed run counts with its time in every statistic).
+every size; its latency is added to the CAMP's time. A CAMP that fails falls back as the
+CAMP method of ``camp eval`` does: down the selector's ranking (``--context``: straight) to
+the universal context, every attempt's time counted.
 The CSIs of the chosen contexts are learned for each size, before anything is timed (cached
 in ``<artifacts>/csi``); ``--csi-k K`` and ``--csi-tasks N`` shrink their budget for a
 cheap run.
@@ -44,21 +45,25 @@ import copy
 import hashlib
 import json
 import platform
+import random
 import statistics
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from camp_planner.config import load_config
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
+from camp_planner.core.objective import Attempt, EpisodeResult, run_with_fallbacks
 from camp_planner.domains import get_domain
 from camp_planner.learning.jsonl import RunCheckpoint
+from camp_planner.learning.methods import attempt_budget
 from camp_planner.learning.paired import bootstrap_interval, paired_difference
-from camp_planner.planners.registry import planner_version
+from camp_planner.planners.registry import make_planner, planner_version
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 PLANNER = "tamp"
@@ -162,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
     print(", ".join(f"{k} {v}" for k, v in header.items()), flush=True)
     # Everything that decides a run's result, apart from its unit (distractors, task, seed).
     choice = args.context if path is None else hashlib.sha1(path.read_bytes()).hexdigest()
-    identity = {"format": 1, "version": get_domain("manip").version, "choice": choice,
+    identity = {"format": 2, "version": get_domain("manip").version, "choice": choice,
                 "planner": planner_version(PLANNER), "config": config, "split": args.split,
                 "timeout": args.timeout}  # fmt: skip
     checkpoint = RunCheckpoint(args.artifacts / "bench", "manip", identity)
@@ -183,14 +188,15 @@ def _run(args: argparse.Namespace) -> int:
             pipe = Pipeline.from_config("manip", sized, args.artifacts)
             tasks = list(pipe.tasks(args.split))[: args.tasks]
             chosen = [_choose(pipe, method, args.context, t) for t in tasks]
-            pipe.learn_csis([c for c, _ in chosen])  # offline work: before timing anything
-            for i, (task, (ctx, selection_s)) in enumerate(zip(tasks, chosen, strict=True)):
+            # Offline work, before timing anything: every context an attempt may build.
+            pipe.learn_csis(list({c.id: c for order, _ in chosen for c in order}.values()))
+            for i, (task, (order, selection_s)) in enumerate(zip(tasks, chosen, strict=True)):
                 for seed in range(args.repeats):
                     unit = (n, i, seed)
                     row = checkpoint.get(unit)
                     earlier = row is not None
                     if row is None:
-                        row = _measure(pipe, args.timeout, unit, task, ctx, selection_s)
+                        row = _measure(pipe, args.timeout, unit, task, order, selection_s)
                         checkpoint.add(unit, row)
                     rows.append({**row, "finished_earlier": earlier})
                     print(
@@ -224,13 +230,49 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _choose(pipe: Pipeline, method: Any, ref: str | None, task: Any) -> tuple[Context, float]:
-    """The task's context and the seconds choosing it took (0 for ``--context``)."""
-    if method is None:
-        return pipe.space.resolve(str(ref)), 0.0
+FALLBACKS = 2  # contexts tried after the first before the universal one, as `camp eval`'s
+
+
+def _choose(pipe: Pipeline, method: Any, ref: str | None, task: Any) -> tuple[list[Context], float]:
+    """The contexts the task's CAMP tries in turn (the universal one last) and the seconds
+    choosing them took (0 for ``--context``)."""
     t0 = time.perf_counter()
-    ranked = method.ranked_contexts(pipe, task)
-    return (ranked[0][0] if ranked else Context.universal()), time.perf_counter() - t0
+    if method is None:
+        order = [pipe.space.resolve(str(ref))]
+    else:
+        order = [c for c, _ in method.ranked_contexts(pipe, task)[: 1 + FALLBACKS]]
+    spent = time.perf_counter() - t0 if method is not None else 0.0
+    if not any(c.is_universal for c in order):
+        order.append(Context.universal())
+    return order, spent
+
+
+def _camp_run(
+    pipe: Pipeline, task: Any, order: list[Context], seed: int, timeout: float, selection_s: float
+) -> tuple[EpisodeResult, Any]:
+    """The CAMP of ``order[0]``, falling back down ``order`` whenever planning fails; the
+    first CAMP is returned with the result. CSIs come from the pipeline (learned at this
+    size), not from a bundle trained at another."""
+    mdp = pipe.domain.make_mdp(task, pipe.config)
+    settings = pipe.planner_settings(PLANNER)
+    budget = attempt_budget(pipe.config)
+    built: list[Any] = []
+
+    def attempts() -> Iterator[Attempt]:
+        for i, context in enumerate(order):
+            t0 = time.perf_counter()
+            camp = pipe.build_camp(mdp, context)
+            built.append(camp)
+            setup = time.perf_counter() - t0 + (selection_s if i == 0 else 0.0)
+            last = None if context.is_universal else budget
+            yield Attempt(
+                context.id, camp, make_planner(PLANNER, seed=seed, **settings), setup, last
+            )
+
+    result = run_with_fallbacks(
+        mdp, attempts(), lam=pipe.lam(PLANNER), timeout_s=timeout, rng=random.Random(seed)
+    )
+    return result, built[0]
 
 
 def _measure(
@@ -238,17 +280,22 @@ def _measure(
     timeout: float,
     unit: tuple[int, int, int],
     task: Any,
-    ctx: Context,
+    order: list[Context],
     selection_s: float,
 ) -> dict[str, Any]:
     """One pure and one CAMP run of TAMP on a task: ``unit`` is (distractors, task, seed)."""
     n, index, seed = unit
+    ctx = order[0]
     row: dict[str, Any] = {"distractors": n, "task": index, "seed": seed, "context": ctx.name,
                            "context_id": ctx.id, "selection_s": selection_s}  # fmt: skip
-    for label, context in (("pure", None), ("camp", ctx)):
-        result, camp = pipe.run(task, PLANNER, context, seed=seed, timeout_s=timeout)
+    for label in ("pure", "camp"):
+        if label == "pure":
+            result, camp = pipe.run(task, PLANNER, None, seed=seed, timeout_s=timeout)
+        else:
+            result, camp = _camp_run(pipe, task, order, seed, timeout, selection_s)
         row[label] = {
-            "compute_time_s": result.compute_time_s + (selection_s if camp else 0.0),
+            "compute_time_s": result.compute_time_s,
+            "fallbacks": result.fallbacks,
             "success": result.success,
             "outcome": result.outcome,
             "objective": result.objective,
