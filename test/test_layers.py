@@ -12,6 +12,7 @@ together), so a cycle cannot hide behind a deferred import. Type-only imports
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -158,3 +159,10 @@ def test_no_module_is_longer_than_a_reader_takes_in() -> None:
         if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert long == {}, f"split these along their seams: {long}"
+
+
+def test_test_modules_have_unique_names() -> None:
+    """pytest imports test modules by their file name (the test folders are not packages):
+    two ``test_x.py`` in different folders stop the whole run at collection."""
+    names = Counter(p.name for p in Path(__file__).resolve().parent.rglob("test_*.py"))
+    assert not [n for n, k in names.items() if k > 1]
