@@ -376,7 +376,7 @@ class TAMP(InterfacePlanner):
 
     name = "tamp"
     # Bumped whenever the same call would plan differently (CHANGELOG.md).
-    version = "2"
+    version = "3"
 
     def __init__(
         self,
@@ -415,6 +415,11 @@ class TAMP(InterfacePlanner):
         mdp = self._mdp
         if mdp is None:
             raise PlanningError("TAMP.act called before prepare")
+        # A plan made by ``prepare`` starts where the task starts; a fallback taking over in
+        # mid-episode is first asked to act elsewhere. That is a new start, not a deviation
+        # (treated as one, every fallback after a partly executed plan gave up at once).
+        if self._step == 0 and self._plan and self._expected[0] != state:
+            self._plan = []
         if self._step < len(self._plan) and self._expected[self._step] != state:
             # The plan was verified in the simulator of the MDP planned in; if the real world
             # disagrees, a CAMP dropped something that matters (e.g. a box its CSIs missed).

@@ -146,3 +146,26 @@ def test_a_placement_into_a_bin_outside_the_context_goes_to_the_sink() -> None:
     assert {a[4] for a in result.actions if a[0] == "place"} <= set(allowed)
     iface.close()
     mdp.close()
+
+
+def test_a_fallback_taking_over_mid_episode_plans_from_where_the_robot_is() -> None:
+    """A CAMP's planner prepares from the task's start; asked to act elsewhere (a fallback
+    after another attempt moved the robot), it plans from there instead of giving up."""
+    task = _task(fat=False)
+    mdp = ManipMDP.from_task(task)
+    camp = CAMP.build(mdp, Context.universal(), None)
+    planner = TAMP(seed=0)
+    planner.prepare(camp, Deadline(60.0))
+    start = mdp.initial_state()
+    state = next(
+        s
+        for p in mdp.layout.base_poses
+        if (s := mdp.step(start, ("move", p, NONE, NONE, NONE))) != start
+    )
+    for _ in range(mdp.horizon):
+        if mdp.is_terminal(state):
+            break
+        action = camp.tau_inv(planner.act(camp.sigma(state), Deadline(60.0)))
+        state = mdp.step(state, action)
+    assert mdp.is_terminal(state) and planner.deviations == 0
+    mdp.close()
