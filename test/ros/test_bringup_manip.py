@@ -56,7 +56,7 @@ def _params(tmp_path: Path) -> Path:
     for block in params.values():
         p = block["ros__parameters"]
         if "selector_bundle" in p:
-            p["selector_bundle"] = "none"  # no bundle ships for manip yet: universal context
+            p["selector_bundle"] = "none"  # the universal context: the same plan on every run
             p["artifacts"] = str(tmp_path / "artifacts")
     params["manip_sim"]["ros__parameters"]["render_dir"] = str(tmp_path / "renders")
     path = tmp_path / "manip.yaml"

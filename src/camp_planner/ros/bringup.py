@@ -141,6 +141,9 @@ class Watch:
     plan: Any = None
     report: Any = None
     done: threading.Event = field(default_factory=threading.Event)
+    # Set when the plan arrives: the plan and the report come on different topics, and the
+    # report of a quick execution can be delivered first.
+    planned: threading.Event = field(default_factory=threading.Event)
 
 
 def monitor(node: Node, echo: Callable[[str], None] | None = None) -> Watch:
@@ -162,6 +165,7 @@ def monitor(node: Node, echo: Callable[[str], None] | None = None) -> Watch:
 
     def on_plan(msg: Plan) -> None:
         watch.plan = msg
+        watch.planned.set()
 
     def on_report(msg: ExecutionReport) -> None:
         watch.report = msg

@@ -27,6 +27,9 @@ from camp_planner.core.errors import CampError
 from camp_planner.domains import get_plugin, plugin_domains
 
 PARAMS = "config/ros/{system}_params.yaml"  # a system's ROS parameters (--params' default)
+# How long --once waits for the plan once the execution report is in (both are latched, on
+# different topics: the report of a quick execution can come first).
+PLAN_AFTER_REPORT_S = 10.0
 
 
 def add_parsers(sub: Any) -> None:
@@ -260,6 +263,8 @@ def _bringup(args: argparse.Namespace) -> int:
             return 0
         if not watch.done.wait(args.wait):
             raise CampError(f"no execution report within {args.wait:.0f} s")
+        if watch.report is not None:
+            watch.planned.wait(PLAN_AFTER_REPORT_S)
         return _report(watch, nodes, sim)
     except KeyboardInterrupt:
         return 130
