@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 from camp_planner.core.mdp import Action, State
-from camp_planner.domains.manip.layout import NONE, ManipLayout
+from camp_planner.domains.manip.layout import ManipLayout
 from camp_planner.domains.manip.world import ManipTask, Pose2D
 from camp_planner.planners.tamp import InterfaceSettings
 from camp_planner.sim.tabletop_scene import TabletopScene
@@ -135,6 +135,3 @@ class InterfaceBase:
     def close(self) -> None:
         """Nothing of the shared simulator is changed for planning alone: the next sync
         rebuilds whatever a check left."""
-
-    def _none_action(self) -> Action:
-        return (NONE, NONE, NONE, NONE, NONE)

@@ -60,8 +60,6 @@ class MotionPlanning(InterfaceBase):
         finally:
             self.base_checks += counted
             self.motions += 1
-            # The checks leave the robot wherever the last one put it.
-            self.mdp.sync(self.state)
             self._timed("motion_planning", t0)
         if result.path is None:
             return None
