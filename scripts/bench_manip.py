@@ -17,9 +17,9 @@ radius, the bins' occupancy) mean the same at every size, so a bundle trained at
 every size; its latency is added to the CAMP's time. A CAMP that fails falls back as the
 CAMP method of ``camp eval`` does: down the selector's ranking (``--context``: straight) to
 the universal context, every attempt's time counted.
-The CSIs of the chosen contexts are learned for each size, before anything is timed (cached
-in ``<artifacts>/csi``); ``--csi-k K`` and ``--csi-tasks N`` shrink their budget for a
-cheap run.
+The CSIs of the chosen contexts are learned for every size, in up to ``--workers``
+processes, before anything is timed (cached in ``<artifacts>/csi``); ``--csi-k K`` and
+``--csi-tasks N`` shrink their budget for a cheap run.
 
 The TAMP planner then runs once in the full task (pure) and once in the CAMP, each executed
 in the full simulated world, ``--repeats K`` times with planner seeds 0..K-1. Printed per
@@ -35,7 +35,7 @@ again; a run that completes deletes it.
 
     .venv/bin/python scripts/bench_manip.py [--distractors 15 30 60] [--tasks 10]
         [--split test] [--repeats 1] [--timeout 60] [--context REF | --bundle B.pt]
-        [--config C.yaml] [--csi-k K] [--csi-tasks N] [--json out.json]
+        [--config C.yaml] [--csi-k K] [--csi-tasks N] [--workers N] [--json out.json]
 """
 
 from __future__ import annotations
@@ -103,13 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     add("--artifacts", type=Path, default=DEFAULT_ARTIFACTS, metavar="DIR",
         help=f"caches and checkpoints (default {DEFAULT_ARTIFACTS})")  # fmt: skip
     add("--json", type=Path, metavar="OUT", help="write every run and the summary here")
+    add("--workers", type=int, default=1, metavar="N",
+        help="processes learning the CSIs (default 1); timed runs go one at a time")  # fmt: skip
     args = parser.parse_args(argv)
     if args.tasks < 1 or args.repeats < 1 or not args.timeout > 0:
         parser.error("--tasks and --repeats must be at least 1 and --timeout positive")
     if min(args.distractors) < 0:
         parser.error("--distractors must be non-negative counts")
-    if any(v is not None and v < 1 for v in (args.csi_k, args.csi_tasks)):
-        parser.error("--csi-k and --csi-tasks must be at least 1")
+    if any(v is not None and v < 1 for v in (args.csi_k, args.csi_tasks, args.workers)):
+        parser.error("--csi-k, --csi-tasks and --workers must be at least 1")
     args.distractors = list(dict.fromkeys(args.distractors))
     try:
         return _run(args)
@@ -180,6 +182,9 @@ def _run(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
+        sizes = []
+        # Offline work for every size before anything is timed: the CSIs of every context
+        # an attempt may build, in up to --workers processes.
         for n in args.distractors:
             sized = copy.deepcopy(config)
             sized["world"]["n_distractors"] = n
@@ -188,8 +193,10 @@ def _run(args: argparse.Namespace) -> int:
             pipe = Pipeline.from_config("manip", sized, args.artifacts)
             tasks = list(pipe.tasks(args.split))[: args.tasks]
             chosen = [_choose(pipe, method, args.context, t) for t in tasks]
-            # Offline work, before timing anything: every context an attempt may build.
-            pipe.learn_csis(list({c.id: c for order, _ in chosen for c in order}.values()))
+            contexts = list({c.id: c for order, _ in chosen for c in order}.values())
+            pipe.learn_csis(contexts, f"learning CSIs, {n} distractors", args.workers)
+            sizes.append((n, pipe, tasks, chosen))
+        for n, pipe, tasks, chosen in sizes:
             for i, (task, (order, selection_s)) in enumerate(zip(tasks, chosen, strict=True)):
                 for seed in range(args.repeats):
                     unit = (n, i, seed)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import random
 from collections.abc import Hashable, Sequence
 
+import pytest
+
 from camp_planner.core.context import Context, Term
 from camp_planner.core.csi import CSIConfig, learn_csis, tie_exchangeable
+from camp_planner.core.errors import CampError
 from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State, Variable
 
 
@@ -83,12 +86,22 @@ def test_dependences_that_only_change_exits_are_ignored_on_request() -> None:
 
 def test_exchangeable_variables_share_their_dependences() -> None:
     deps = {("a1", "x"), ("a1", "a1"), ("x", "b")}
-    groups = [frozenset({"a1", "a2", "a3"})]
+    groups = [[("a1",), ("a2",), ("a3",)]]
     tied = tie_exchangeable(deps, groups)
     assert {("a2", "x"), ("a3", "x"), ("a2", "a2"), ("a3", "a3")} <= tied
     assert ("a1", "a2") not in tied  # a self-dependence stays a self-dependence
     assert ("x", "b") in tied
     assert tie_exchangeable(deps, []) == deps
+
+
+def test_exchangeable_slots_swap_their_variables_together() -> None:
+    # Two objects, each a slot of (location, pose): what the action's object does to one
+    # object's location it does to the other's, and one's location drives its own pose.
+    deps = {("obj", "r0_loc"), ("r0_loc", "r0_pose")}
+    tied = tie_exchangeable(deps, [[("r0_loc", "r0_pose"), ("r1_loc", "r1_pose")]])
+    assert tied == deps | {("obj", "r1_loc"), ("r1_loc", "r1_pose")}
+    with pytest.raises(CampError, match="one length"):
+        tie_exchangeable(deps, [[("r0_loc", "r0_pose"), ("r1_loc",)]])
 
 
 class _RarelyAtTheGate(_Corridor):

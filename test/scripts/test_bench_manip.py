@@ -23,6 +23,7 @@ CHEAP = ["--csi-k", "4", "--csi-tasks", "1", "--timeout", "20"]
         ["--distractors", "15", "-1"],
         ["--distractors"],
         ["--csi-k", "0"],
+        ["--workers", "0"],
         ["--split", "validation"],
         ["--context", "1", "--bundle", "b.pt"],
     ],
@@ -91,6 +92,8 @@ def test_a_tiny_scaling_row_runs_both_sizes_and_resumes(
     measure, measured, stop = bench._measure, [], [True]
 
     def counting(pipe: Any, timeout: float, unit: tuple[int, int, int], *rest: Any) -> Any:
+        # Every size's CSIs are learned before the first run is timed.
+        assert len(list((tmp_path / "art" / "csi").glob("manip-*.json"))) == 2
         if unit[0] == 30 and stop[0]:
             raise KeyboardInterrupt  # killed at the second size
         measured.append(unit)

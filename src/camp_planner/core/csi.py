@@ -52,6 +52,12 @@ class CSIConfig:
     # (``FactoredMDP.csi_strata``: manipulation spreads them over the bins and grasps the
     # context allows). Beyond the paper; off by default.
     stratify: bool = False
+    # Probe a state variable whose finite domain has at most k2 values at every value, not
+    # only at k2 draws of ``sample_value``: 25 draws of a manipulation bin's 4 occupants once
+    # missed "green", and the context dropped that bin. On for manipulation; gridworld's
+    # enemy slots would gain probes of cells their draws miss, and its measured CSIs predate
+    # this. Beyond the paper; off by default.
+    complete_domains: bool = False
 
     @staticmethod
     def from_mapping(data: Mapping[str, Any]) -> CSIConfig:
@@ -63,7 +69,7 @@ class CSIConfig:
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        for flag in ("ignore_exits", "stratify"):
+        for flag in ("ignore_exits", "stratify", "complete_domains"):
             if not out[flag]:  # absent when off, so existing caches keep their keys
                 del out[flag]
         return out
@@ -189,12 +195,10 @@ def learn_csis(
 
     strata = _strata(mdps, context) if config.stratify else None
     samples = _sample_in_context(mdps, members, config, rng, strata)
-    # Per task and state variable, up to k2 distinct probe values v^i, drawn once.
+    # Per task and state variable, up to k2 distinct probe values v^i, drawn once (with
+    # ``complete_domains``, a small finite domain whole, as action variables' in _variants).
     pools = [
-        [
-            list(dict.fromkeys(m.sample_value(i, rng) for _ in range(config.k2)))
-            for i in range(n_state)
-        ]
+        [_probe_pool(m, i, config.k2, rng, config.complete_domains) for i in range(n_state)]
         for m in mdps
     ]
     dependent: set[tuple[str, str]] = set()
@@ -253,7 +257,11 @@ def learn_csis(
                         dependent.add((parent, child))
         if progress is not None:
             progress(step + 1, len(samples))
-    groups = [g for g in mdps[0].exchangeable_groups() if not g & context.variables]
+    groups = [
+        g
+        for g in mdps[0].exchangeable_groups()
+        if not {v for slot in g for v in slot} & context.variables
+    ]
     if groups:
         dependent = tie_exchangeable(dependent, groups)
     return CSIResult(
@@ -266,21 +274,31 @@ def learn_csis(
 
 
 def tie_exchangeable(
-    dependencies: set[tuple[str, str]], groups: Sequence[frozenset[str]]
+    dependencies: set[tuple[str, str]], groups: Sequence[Sequence[tuple[str, ...]]]
 ) -> set[tuple[str, str]]:
-    """Close ``dependencies`` under swapping exchangeable variables: if (p, c) holds and p
-    and q are exchangeable, so does (q, c) with p and q swapped in c too. Evidence found for
-    one member of a group then holds for all, which is what a finite sample budget misses."""
-    group_of = {v: g for g in groups for v in g}
+    """Close ``dependencies`` under swapping exchangeable slots: if (p, c) holds and p's slot
+    is exchangeable with another, so does (p, c) with the two slots' variables swapped
+    position by position in both p and c. Evidence found for one member of a group then
+    holds for all, which is what a finite sample budget misses."""
+    slot_of: dict[str, tuple[Sequence[tuple[str, ...]], tuple[str, ...]]] = {}
+    for group in groups:
+        if len({len(slot) for slot in group}) > 1:
+            raise CampError(f"exchangeable slots must have one length: {list(group)}")
+        for slot in group:
+            for v in slot:
+                slot_of[v] = (group, slot)
     out = set(dependencies)
     frontier = list(dependencies)
     while frontier:
         p, c = frontier.pop()
         for v in {p, c}:
-            for w in group_of.get(v, ()):
-                if w == v:
+            if v not in slot_of:
+                continue
+            group, mine = slot_of[v]
+            for other in group:
+                if other == mine:
                     continue
-                swap = {v: w, w: v}
+                swap = dict(zip(mine, other, strict=True)) | dict(zip(other, mine, strict=True))
                 tied = (swap.get(p, p), swap.get(c, c))
                 if tied not in out:
                     out.add(tied)
@@ -373,6 +391,18 @@ def _sample_stratified(
     if not out:
         raise CampError("could not sample any state–action pair inside the context")
     return out
+
+
+def _probe_pool(
+    mdp: FactoredMDP, i: int, k2: int, rng: random.Random, complete: bool
+) -> list[Hashable]:
+    """k2 draws of state variable i's probe values, distinct; if ``complete``, with the rest
+    of a domain of at most k2 values appended (after the draws: the same random stream)."""
+    drawn = [mdp.sample_value(i, rng) for _ in range(k2)]
+    domain = mdp.state_vars[i].domain
+    if complete and domain is not None and len(domain) <= k2:
+        drawn += list(domain)
+    return list(dict.fromkeys(drawn))
 
 
 def _variants(

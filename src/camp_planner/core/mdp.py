@@ -192,10 +192,13 @@ class FactoredMDP(ABC):
         under a context is still learned from the simulator."""
         return None
 
-    def exchangeable_groups(self) -> Sequence[frozenset[str]]:
-        """Groups of state variables that play interchangeable roles in the dynamics (e.g. the
-        slots of one room's boxes): CSI learning shares dependencies within a group unless a
-        context mentions its members. None by default."""
+    def exchangeable_groups(self) -> Sequence[Sequence[tuple[str, ...]]]:
+        """Groups of slots that play interchangeable roles in the dynamics (e.g. the boxes of
+        one room, each a slot of one variable; the reds of a manipulation task, each a slot
+        of its location and pose). A slot is a tuple of state variables, and the slots of a
+        group have the same length: swapping two slots swaps their variables position by
+        position. CSI learning shares dependencies within a group unless a context mentions
+        its members. None by default."""
         return ()
 
     def csi_strata(self, context: Context) -> Sequence[Callable[[State, Action], bool]] | None:

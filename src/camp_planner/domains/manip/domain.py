@@ -27,6 +27,9 @@ class ManipDomain(Domain):
     name = "manip"
     # Bump when the simulator, its samples or the planner change behaviour (see NAMO's).
     version = "2"
+    # CSI sampling alone changed (blocked and clear side picks as classes, the reds
+    # exchangeable): learned CSIs are stale, bundles are not.
+    csi_version = "3"
     default_planner = "tamp"
 
     def default_config(self) -> dict[str, Any]:
@@ -58,7 +61,15 @@ class ManipDomain(Domain):
             },
             # Samples spread over the bins and grasps a context allows (ManipMDP.csi_strata):
             # at k1 = k2 = 25 plain rejection sampling left one place or none per allowed bin.
-            "csi": {"k1": 25, "k2": 25, "tasks": 10, "seed": 0, "stratify": True},
+            # Every bin probed at each of its four occupants (complete_domains).
+            "csi": {
+                "k1": 25,
+                "k2": 25,
+                "tasks": 10,
+                "seed": 0,
+                "stratify": True,
+                "complete_domains": True,
+            },
             "camp": {"sink_reward": -1000.0, "attempt_budget_s": None},
             "selector": paper_selector_settings(),
             "timeout_s": 60.0,

@@ -23,8 +23,8 @@ Reward ``goal_reward`` (1000) when every red stands in a bin, which ends the epi
 
 CSI learning (``csi.stratify``) spreads its samples over the places into each bin and the
 picks of each style a context allows (:meth:`ManipMDP.csi_strata`), and takes each where the
-simulator says its outcome can change (:meth:`ManipMDP.sample_state_action`); the blues are
-exchangeable over the tasks (:meth:`ManipMDP.exchangeable_groups`).
+simulator says its outcome can change (:meth:`ManipMDP.sample_state_action`); the blues, and
+the reds, are exchangeable over the tasks (:meth:`ManipMDP.exchangeable_groups`).
 """
 
 from __future__ import annotations
@@ -79,8 +79,9 @@ PLACE_SAMPLE = 3
 # Blues that can stand in the way of a red's side pick: a neighbouring cell's (0.2 m pitch,
 # jittered) with its probe's offsets.
 BLUE_NEAR = 0.35
-# The share of side-pick samples with a blue in the way (where one can be: ``_pick_setting``).
-BLOCKED = 2 / 3
+# The share of side-pick draws with a blue in the way (where one can be: ``_pick_setting``);
+# ``csi_strata`` then takes blocked and clear side picks as classes of their own.
+BLOCKED = 1 / 2
 Vec3 = tuple[float, float, float]
 _T = TypeVar("_T")
 
@@ -613,7 +614,7 @@ class ManipMDP(FactoredMDP):
         places). So CSI learning spreads the samples over :meth:`csi_strata`
         (``csi.stratify``), and each sample is taken where its outcome depends on those
         variables: from a work pose from which the action works in s0
-        (:meth:`_pick_sample`, :meth:`_place_setting`); for two thirds of the side picks,
+        (:meth:`_pick_sample`, :meth:`_place_setting`); for half of the side picks,
         with a blue in the way; for a place, the other bins as the screen had them and its
         own bin empty or holding its green evenly, so that both outcomes get sampled. Picks
         are of reds on the left table only: a red stands on the staging strip only inside
@@ -662,10 +663,15 @@ class ManipMDP(FactoredMDP):
             (("place", NONE, NONE, NONE, k), _is_action("place", 4, k))
             for k in range(self.layout.n_bins)
         ]
-        # Side picks twice: only they show the blues' influence, and only some of them do.
+        # Side picks twice: with a blue in the way (only they show the blues' influence) and
+        # clear (the action's red then lands in the hand, which shows ``obj``'s influence).
+        # Drawn as one class, 25 samples of a bin pair with side grasps held eight side
+        # picks, every one blocked, and dropped ``obj`` (at 30 distractors, 2 of 12 contexts).
+        side = _is_action("pick", 3, SIDE)
         classes += [
-            (("pick", NONE, red, style, NONE), _is_action("pick", 3, style))
-            for style in (TOP, SIDE, SIDE)
+            (("pick", NONE, red, TOP, NONE), _is_action("pick", 3, TOP)),
+            (("pick", NONE, red, SIDE, NONE), lambda s, a: side(s, a) and self._blocked(s, a)),
+            (("pick", NONE, red, SIDE, NONE), lambda s, a: side(s, a) and not self._blocked(s, a)),
         ]
         classes += [
             (("regrasp", NONE, NONE, NONE, NONE), _is_action("regrasp", 0, "regrasp")),
@@ -673,13 +679,27 @@ class ManipMDP(FactoredMDP):
         ]
         return [test for action, test in classes if member(s0, action)] or None
 
-    def exchangeable_groups(self) -> Sequence[frozenset[str]]:
-        """The blues: every task draws their cells at random (:func:`.world.generate_task`),
-        so over the tasks each ``blue_k`` plays every other's role, as NAMO's box slots do.
-        A side pick meets the one or two blues beside its red, so evidence found for them
-        holds for all; without it the universal context kept only the few blues its side
-        picks happened to meet (3 of 15 in one run)."""
-        return [frozenset(self.layout.blues)]
+    def _blocked(self, state: State, action: Action) -> bool:
+        """Whether a side-pick sample stands a blue where it blocks the pick
+        (:meth:`_pick_setting`'s blockers, screened once per MDP)."""
+        red = str(action[2])
+        _, blockers = self._screened(("pick", red, SIDE), partial(self._pick_setting, red, SIDE))
+        return any(state[0] == pose and state[j] == at for pose, j, at in blockers)
+
+    def exchangeable_groups(self) -> Sequence[Sequence[tuple[str, ...]]]:
+        """The blues, and the reds (each a slot of its location and pose). Every task draws
+        the blues' cells at random (:func:`.world.generate_task`), so over the tasks each
+        ``blue_k`` plays every other's role, as NAMO's box slots do: a side pick meets the
+        one or two blues beside its red, so evidence found for them holds for all (without
+        it the universal context kept only the few blues its side picks happened to meet, 3
+        of 15 in one run). The reds of a task have one size and take outer cells at random:
+        a pick of ``red_0`` that shows what the action's ``obj`` does to ``red_0``'s location
+        shows it for ``red_1`` too (at 15 distractors the samples of two bin contexts picked
+        only one of them, and dropped ``obj`` → the other)."""
+        lay = self.layout
+        name = [v.name for v in lay.state_vars]
+        reds = [(name[lay.loc_index[red]], name[lay.pose_index(red)]) for red in lay.reds]
+        return [[(b,) for b in lay.blues], reds]
 
     def sample_action(self, state: State, rng: random.Random) -> Action:
         return rng.choice(list(self.applicable_actions(state)))

@@ -468,11 +468,10 @@ class NamoMDP(FactoredMDP):
         (under ``camp``'s context if given): see :mod:`camp_planner.domains.namo.tamp`."""
         return tamp_interface(self, state, camp, seed, settings)
 
-    def exchangeable_groups(self) -> Sequence[frozenset[str]]:
-        """The slots of one room: same sampling region, same dynamics."""
+    def exchangeable_groups(self) -> Sequence[Sequence[tuple[str, ...]]]:
+        """The box slots of one room: same sampling region, same dynamics."""
         return [
-            frozenset(f"box_r{room}_{k}" for k in range(SLOTS_PER_ROOM))
-            for room in self.layout.box_rooms
+            [(f"box_r{room}_{k}",) for k in range(SLOTS_PER_ROOM)] for room in self.layout.box_rooms
         ]
 
     def describe_action(self, action: Action) -> str:
