@@ -176,11 +176,6 @@ def _run(args: argparse.Namespace) -> int:
     if checkpoint.resuming():
         print(checkpoint.resuming(), flush=True)
     rows: list[dict[str, Any]] = []
-    print(
-        f"{'n':>3} {'task':>4} {'seed':>4}  {'context':<32} {'pure s':>7} {'ok':>3} "
-        f"{'CAMP s':>7} {'ok':>3} {'dropped':>7} {'ratio':>6}",
-        flush=True,
-    )
     try:
         sizes = []
         # Offline work for every size before anything is timed: the CSIs of every context
@@ -196,6 +191,11 @@ def _run(args: argparse.Namespace) -> int:
             contexts = list({c.id: c for order, _ in chosen for c in order}.values())
             pipe.learn_csis(contexts, f"learning CSIs, {n} distractors", args.workers)
             sizes.append((n, pipe, tasks, chosen))
+        print(
+            f"{'n':>3} {'task':>4} {'seed':>4}  {'context':<32} {'pure s':>7} {'ok':>3} "
+            f"{'CAMP s':>7} {'ok':>3} {'dropped':>7} {'ratio':>6}",
+            flush=True,
+        )
         for n, pipe, tasks, chosen in sizes:
             for i, (task, (order, selection_s)) in enumerate(zip(tasks, chosen, strict=True)):
                 for seed in range(args.repeats):
