@@ -161,3 +161,81 @@ def test_a_budget_longer_than_the_timeout_changes_nothing() -> None:
     assert Attempt("a", None, _Stuck(), budget_s=30.0).deadline(10.0, clock).seconds == 10.0
     assert Attempt("a", None, _Stuck(), budget_s=3.0).deadline(None, clock).seconds == 3.0
     assert Attempt("a", None, _Stuck()).deadline(None, clock).seconds is None
+
+
+class _LongRoute(Planner):
+    """Follows BFS-replan's actions but claims its plan needs ``claim`` more steps."""
+
+    def __init__(self, claim: int) -> None:
+        super().__init__()
+        from camp_planner.planners import make_planner
+
+        self.inner = make_planner("bfs_replan")
+        self.claim = claim
+
+    def prepare(self, mdp: FactoredMDP, deadline: Deadline) -> None:
+        self.inner.prepare(mdp, deadline)
+
+    def act(self, state: State, deadline: Deadline) -> Action:
+        return self.inner.act(state, deadline)
+
+    def steps_to_go(self) -> int | None:
+        return self.claim
+
+
+def _grid_mdp() -> FactoredMDP:
+    d = GridworldDomain()
+    cfg = d.default_config()
+    return d.make_mdp(d.make_tasks(cfg, "test")[0], cfg)
+
+
+def test_a_plan_longer_than_the_horizon_left_falls_back() -> None:
+    from camp_planner.core.objective import Attempt, run_with_fallbacks
+    from camp_planner.planners import make_planner
+
+    mdp = _grid_mdp()
+    too_long = mdp.horizon + 1
+    attempts = [
+        Attempt("detour", None, _LongRoute(too_long), horizon_fallback=True),
+        Attempt("universal", None, make_planner("bfs_replan")),
+    ]
+    res = run_with_fallbacks(mdp, attempts, lam=1.0, timeout_s=None, rng=random.Random(0))
+    assert res.success and res.fallbacks == 1 and res.used == ["detour", "universal"]
+    assert res.failures == [
+        f"detour: its plan needs {too_long} more steps and the horizon leaves {mdp.horizon}"
+    ]
+
+
+def test_the_horizon_check_is_off_unless_asked_and_for_plans_that_fit() -> None:
+    from camp_planner.core.objective import Attempt, run_with_fallbacks
+
+    mdp = _grid_mdp()
+    for attempt in (
+        Attempt("unchecked", None, _LongRoute(mdp.horizon + 1)),
+        Attempt("fits", None, _LongRoute(1), horizon_fallback=True),
+    ):
+        res = run_with_fallbacks(mdp, [attempt], lam=1.0, timeout_s=None, rng=random.Random(0))
+        assert res.fallbacks == 0 and res.failures == [] and res.outcome != "too_long"
+
+
+def test_the_last_attempt_too_long_ends_with_outcome_too_long() -> None:
+    from camp_planner.core.objective import Attempt, run_with_fallbacks
+
+    mdp = _grid_mdp()
+    attempt = Attempt("detour", None, _LongRoute(mdp.horizon + 1), horizon_fallback=True)
+    res = run_with_fallbacks(mdp, [attempt], lam=1.0, timeout_s=None, rng=random.Random(0))
+    assert res.outcome == "too_long" and res.steps == 0 and not res.success
+
+
+def test_bfs_replan_counts_the_steps_its_plan_still_needs() -> None:
+    from camp_planner.core.planner import Deadline
+    from camp_planner.planners import make_planner
+
+    mdp = _grid_mdp()
+    planner = make_planner("bfs_replan")
+    assert planner.steps_to_go() is None  # no plan yet
+    planner.prepare(mdp, Deadline(None))
+    state = mdp.initial_state()
+    planner.act(state, Deadline(None))
+    length = len(planner.plan)
+    assert length >= 1 and planner.steps_to_go() == length

@@ -127,3 +127,46 @@ def test_a_camp_method_from_a_bundle_takes_the_settings_and_a_missing_bundle_is_
     method = bundled_camp_method(namo, "tamp", settings={"relaxed": "ompl"}, timeout_s=5.0)
     assert isinstance(method, CampMethod) and method.bundle.space
     assert namo.planner_settings("tamp")["relaxed"] == "ompl" and namo.config["timeout_s"] == 5.0
+
+
+def _always(pipe: Pipeline, context: Context, gains: dict[str, list[float]] | None) -> Bundle:
+    """A bundle whose selector always ranks ``context`` first, with ``gains`` as its gate's
+    gain table (None: a bundle trained before the gate)."""
+    space = ContextSpace((Context.universal(), context))
+    features = np.stack([pipe.domain.features(t) for t in pipe.tasks("train")[:4]])
+    selector = ContextSelector(features.shape[1:], 2, SelectorConfig(learning_rate=1e-2))
+    selector.fit(features, np.ones(4, dtype=int))
+    meta = {} if gains is None else {"gain_table": {"cost": "wall", "gains": gains}}
+    return Bundle("gridworld", "2", space, {context.id: pipe.store.get(context)}, selector, meta)
+
+
+def test_the_gate_plans_with_the_universal_context_when_the_gain_is_noise(
+    tmp_path: Path,
+) -> None:
+    pipe = _pipe(tmp_path)
+    rooms = Context("disjunction", tuple(Term("agent_room", r) for r in range(9)))
+    noisy = {rooms.id: [30.0, -28.0] * 10}
+    run = CampMethod(_always(pipe, rooms, noisy)).run(
+        pipe, "bfs_replan", pipe.task("test", 0), seed=0
+    )
+    assert run.gate is not None and not run.gate.committed and run.gate.proposed == rooms
+    assert run.first == Context.universal() and run.result.used == ["universal"]
+    # The paper's CAMP (the ungated method) plans in the selector's choice regardless.
+    ungated = CampMethod(_always(pipe, rooms, noisy), gate=False)
+    assert ungated.name == "camp_ungated"
+    assert ungated.run(pipe, "bfs_replan", pipe.task("test", 0), seed=0).first == rooms
+
+
+def test_the_gate_commits_to_a_context_whose_gain_clearly_beats_its_noise(
+    tmp_path: Path,
+) -> None:
+    pipe = _pipe(tmp_path)
+    rooms = Context("disjunction", tuple(Term("agent_room", r) for r in range(9)))
+    run = CampMethod(_always(pipe, rooms, {rooms.id: [10.0, 11.0, 9.0] * 5})).run(
+        pipe, "bfs_replan", pipe.task("test", 0), seed=0
+    )
+    assert run.gate is not None and run.gate.committed and run.first == rooms
+    assert run.result.used[0] == rooms.id
+    # A bundle trained before the gate keeps the selector's choice, and says why.
+    old = CampMethod(_always(pipe, rooms, None)).run(pipe, "bfs_replan", pipe.task("test", 0), 0)
+    assert old.first == rooms and old.gate is not None and "no gain table" in old.gate.reason

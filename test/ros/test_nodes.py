@@ -86,8 +86,12 @@ def test_scene_in_plan_out_and_the_simulator_reaches_the_goal(system: Any) -> No
 def test_select_context_answers(system: Any, namo_tiny: tuple[Path, Path]) -> None:
     r = system.select_context(_scene(namo_tiny, EASY_TASK))
     assert r.success and r.error_code == 0, r.error_message
-    assert r.context.id == r.alternatives[0].id
-    assert r.probability == pytest.approx(r.alternative_probabilities[0])
+    # The do-no-harm gate takes the selector's first choice or turns it down for the
+    # universal context, and says why either way.
+    assert r.proposed.id == r.alternatives[0].id and r.reason
+    assert r.context.id == (r.proposed.id if r.gate_committed else "universal")
+    by_id = dict(zip((c.id for c in r.alternatives), r.alternative_probabilities, strict=True))
+    assert r.probability == pytest.approx(by_id.get(r.context.id, 0.0))
     assert r.relevant_variables
     assert r.selector_latency.sec == 0 and r.selector_latency.nanosec > 0
 

@@ -32,7 +32,9 @@ class EpisodeResult:
     compute_time_s: float
     steps: int
     success: bool
-    outcome: str  # "goal" | "horizon" | "terminal" | "timeout" | "no_plan" | "planner_error"
+    # "goal" | "horizon" | "terminal" | "timeout" | "no_plan" | "planner_error" | "too_long"
+    # (the last attempt's plan needed more steps than the horizon left)
+    outcome: str
     planning_calls: int = 0
     context_violations: int = 0
     fallbacks: int = 0
@@ -70,13 +72,17 @@ class Attempt:
     """One abstraction to plan in: a label, the CAMP (None = the full MDP) and its planner.
 
     ``budget_s`` caps each of its planning calls below the episode's timeout (None: no cap),
-    so that a fallback can take over from an abstraction that is running long."""
+    so that a fallback can take over from an abstraction that is running long.
+    ``horizon_fallback``: abandon the attempt (outcome "too_long") as soon as its planner's
+    plan needs more steps than the horizon leaves, so that the next abstraction can try a
+    shorter route; the last resort keeps it off and follows its plan as far as it goes."""
 
     label: str
     camp: CAMP | None
     planner: Planner
     setup_time_s: float = 0.0
     budget_s: float | None = None
+    horizon_fallback: bool = False
 
     def deadline(self, timeout_s: float | None, clock: Callable[[], float]) -> Deadline:
         """The deadline of one planning call: the timeout, or the budget if it is shorter."""
@@ -156,6 +162,10 @@ def run_with_fallbacks(
             if chosen is None:
                 outcome = status or "planner_error"
                 break
+            status, message = _too_long(current, mdp.horizon - t)
+            if status is not None:
+                outcome = status
+                break
             action = camp.tau_inv(chosen) if camp is not None else chosen
             if camp is not None and not camp.in_context(state, action):
                 violations += 1
@@ -226,6 +236,17 @@ def _act(
     except PlanningError as exc:
         action, status, message = None, _failure(exc), str(exc)
     return action, status, message, deadline.elapsed
+
+
+def _too_long(attempt: Attempt, remaining: int) -> tuple[str | None, str]:
+    """("too_long", why) when the attempt falls back on the horizon and its plan needs more
+    than the ``remaining`` steps; (None, "") otherwise."""
+    if not attempt.horizon_fallback:
+        return None, ""
+    needed = attempt.planner.steps_to_go()
+    if needed is None or needed <= remaining:
+        return None, ""
+    return "too_long", f"its plan needs {needed} more steps and the horizon leaves {remaining}"
 
 
 def _failure(exc: PlanningError) -> str:

@@ -99,3 +99,10 @@ class Planner(ABC):
     @abstractmethod
     def act(self, state: State, deadline: Deadline) -> Action:
         """The action to take in ``state`` of the MDP given to :meth:`prepare`."""
+
+    def steps_to_go(self) -> int | None:
+        """How many steps the plan being followed still needs, counting the action the last
+        :meth:`act` returned, to reach what it plans for; None when the planner follows no
+        plan of known length (a policy, a tree search). The episode loop falls back from an
+        abstraction whose plan cannot finish in the steps the horizon leaves."""
+        return None

@@ -16,4 +16,7 @@ METHOD_NAMES = (
 # Baselines that only make sense in some domains (listed in ``Domain.baselines``): Stilman's
 # NAMO algorithm. ``camp eval`` runs them by default where the domain lists them.
 DOMAIN_METHODS = ("stilman",)
-ALL_METHODS = METHOD_NAMES + DOMAIN_METHODS
+# Run only when asked for: the paper's CAMP, which plans in the selector's choice without the
+# do-no-harm gate (learning/gate.py), to measure what the gate changes side by side.
+EXTRA_METHODS = ("camp_ungated",)
+ALL_METHODS = METHOD_NAMES + DOMAIN_METHODS + EXTRA_METHODS

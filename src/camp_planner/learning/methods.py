@@ -1,6 +1,7 @@
 """The methods compared in the paper (section 5.2), behind one interface.
 
-CAMP (ours, with ranked fallbacks), the CAMP ablation (sink only, no projection), pure
+CAMP (ours, with the do-no-harm gate of learning/gate.py and ranked fallbacks), the paper's
+CAMP without the gate (``camp_ungated``), the CAMP ablation (sink only, no projection), pure
 planning, plan transfer (majority vote over training plans), policy learning (state → action
 imitation), task-conditioned policy learning (state + task features), and the oracle (best
 context per test task in hindsight, the upper bound for context selection).
@@ -13,7 +14,7 @@ import time
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from camp_planner.core.planner import Deadline, Planner
 from camp_planner.core.relevance import relevant_from_csis
 from camp_planner.learning import ALL_METHODS
 from camp_planner.learning.bundle import Bundle, load_bundle, shipped_bundle
+from camp_planner.learning.gate import GainTable, GateConfig, GateDecision, decide
 from camp_planner.learning.labels import Score, ScoreMatrix, score_of
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
 from camp_planner.learning.structural import selector_input
@@ -109,11 +111,22 @@ class CampMethod(Method):
     """Select a context with the bundle's selector, build the CAMP, plan, execute; on failure
     fall back to the next-ranked contexts and finally the universal context."""
 
-    def __init__(self, bundle: Bundle, ablation: bool = False, max_fallbacks: int = 2) -> None:
+    def __init__(
+        self,
+        bundle: Bundle,
+        ablation: bool = False,
+        max_fallbacks: int = 2,
+        gate: bool | None = None,
+    ) -> None:
         self.bundle = bundle
         self.ablation = ablation
         self.max_fallbacks = max_fallbacks
-        self.name = "camp_ablation" if ablation else "camp"
+        # None: as ``camp.gate.enabled`` says; False: the paper's CAMP, which always plans in
+        # the selector's choice (the ``camp_ungated`` method, to measure what the gate does).
+        self.gate = gate
+        self.name = "camp_ablation" if ablation else "camp" if gate is not False else "camp_ungated"
+        stored = bundle.metadata.get("gain_table")
+        self.gain_table = GainTable.from_json(stored) if stored is not None else None
         # A context's relevant set depends only on its CSIs and the reward variables, so a
         # service answering many scenes computes it once per context.
         self._relevant: dict[tuple[str, frozenset[str]], frozenset[str]] = {}
@@ -149,6 +162,34 @@ class CampMethod(Method):
             return ranked, []
         return screen(ranked, pipe.domain.region_graph(task))
 
+    def gate_config(self, pipe: Pipeline) -> GateConfig:
+        """The configuration's ``camp.gate``, switched off for the ungated method."""
+        cfg = GateConfig.from_config(pipe.config)
+        return replace(cfg, enabled=False) if self.gate is False else cfg
+
+    def decide(self, pipe: Pipeline, ranked: Sequence[tuple[Context, float]]) -> GateDecision:
+        """The do-no-harm gate's decision on the selector's ranking (learning/gate.py)."""
+        return decide(ranked, self.gain_table, self.gate_config(pipe))
+
+    def plan_order(
+        self, pipe: Pipeline, ranked: Sequence[tuple[Context, float]], decision: GateDecision
+    ) -> list[Context]:
+        """The contexts to try, in order: the gate's choice, then (if it committed to a
+        context) the next-ranked contexts the gate would also commit to, up to
+        ``max_fallbacks``, and finally the universal context."""
+        order = [decision.context]
+        if decision.committed and not decision.context.is_universal:
+            for context, _ in ranked[1:]:
+                if len(order) > self.max_fallbacks:
+                    break
+                if context.is_universal:
+                    continue
+                if self.decide(pipe, [(context, 0.0)]).committed:
+                    order.append(context)
+        if not any(c.is_universal for c in order):
+            order.append(Context.universal())
+        return order
+
     def relevant(self, pipe: Pipeline, mdp: FactoredMDP, context: Context) -> frozenset[str]:
         """The relevant variables of ``context`` from the bundle's CSIs (cached)."""
         if not pipe.needs_csis(context):
@@ -179,10 +220,9 @@ class CampMethod(Method):
         settings = pipe.planner_settings(planner)
         t0 = time.perf_counter()
         ranked = self.ranked_contexts(pipe, task, mdp)
+        decision = self.decide(pipe, ranked)
+        order = self.plan_order(pipe, ranked, decision)
         selection = time.perf_counter() - t0
-        order = [c for c, _ in ranked[: 1 + self.max_fallbacks]]
-        if not any(c.is_universal for c in order):
-            order.append(Context.universal())
         built: list[tuple[Context, CAMP]] = []
         budget = attempt_budget(pipe.config)
 
@@ -197,8 +237,10 @@ class CampMethod(Method):
                     camp,
                     make_planner(planner, seed=seed, **settings),
                     setup,
-                    # The universal context is the last resort: it keeps the full timeout.
+                    # The universal context is the last resort: it keeps the full timeout
+                    # and follows its plan even when the horizon cuts it short.
                     None if context.is_universal else budget,
+                    horizon_fallback=not context.is_universal,
                 )
 
         result = run_with_fallbacks(
@@ -209,7 +251,7 @@ class CampMethod(Method):
             rng=random.Random(seed),
         )
         context, camp = built[-1]
-        return CampRun(result, ranked, selection, order[0], context, camp)
+        return CampRun(result, ranked, selection, order[0], context, camp, decision)
 
 
 def bundled_camp_method(
@@ -251,8 +293,8 @@ def attempt_budget(config: Mapping[str, Any]) -> float | None:
 @dataclass
 class CampRun:
     """One task planned the CAMP way: the episode, the selector's ranking (probabilities),
-    the selection time, the context tried first, and the context and CAMP of the attempt that
-    ended the episode (a fallback's, if the first failed)."""
+    the selection time, the context tried first, the context and CAMP of the attempt that
+    ended the episode (a fallback's, if the first failed), and the gate's decision."""
 
     result: EpisodeResult
     ranked: list[tuple[Context, float]]
@@ -260,6 +302,7 @@ class CampRun:
     first: Context
     context: Context
     camp: CAMP
+    gate: GateDecision | None = None
 
 
 class Oracle(Method):
@@ -460,6 +503,10 @@ def make_methods(
             if bundle is None:
                 raise CampError(f"method {name} needs a trained selector bundle")
             out.append(CampMethod(bundle, ablation=name == "camp_ablation"))
+        elif name == "camp_ungated":
+            if bundle is None:
+                raise CampError(f"method {name} needs a trained selector bundle")
+            out.append(CampMethod(bundle, gate=False))
         elif name in ("oracle", "oracle_rerun"):
             if test_matrix is None:
                 raise CampError("the oracle needs the test-task score matrix")

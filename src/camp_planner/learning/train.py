@@ -16,6 +16,7 @@ import numpy as np
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.learning.executor import make_executor
+from camp_planner.learning.gate import GainTable
 from camp_planner.learning.labels import (
     Checkpoint,
     ScoreJob,
@@ -260,6 +261,7 @@ def train(
         if bar is not None:
             bar.close()
     counts = Counter(contexts[i].name for i in labels)
+    gains = gain_table(pipe, labelled, cfg, planner)
     bundle = Bundle(
         domain=pipe.domain.name,
         domain_version=pipe.domain.version,
@@ -275,6 +277,7 @@ def train(
             "iterations": report.iterations,
             "final_loss": report.final_loss,
             "config": pipe.config,
+            "gain_table": gains.to_json(),
         },
     )
     path = trained_bundle(artifacts, pipe.domain.name, planner, seed, pipe.config)
@@ -297,6 +300,21 @@ def train(
         dict(counts),
         {kind: dict(c) for kind, c in sorted(by_kind.items())},
     )
+
+
+def gain_table(pipe: Pipeline, matrix: ScoreMatrix, cfg: SelectorConfig, planner: str) -> GainTable:
+    """Each context's gains over the universal context on the training tasks, valued as the
+    labels value them, for the do-no-harm gate (learning/gate.py). Only the tasks on which
+    the screen would offer a context count for it."""
+    by_id = {c.id: c for c in pipe.space}
+    graphs = [pipe.domain.region_graph(t) for t in pipe.tasks("train")]
+
+    def feasible(task: int, context_id: str) -> bool:
+        graph = graphs[task] if cfg.screen else None
+        return graph is None or graph.can_reach_goal(by_id[context_id])
+
+    lam = pipe.lam(planner) if cfg.label_cost == "work" else None
+    return GainTable.from_matrix(matrix, lam, cfg.label_cost, feasible)
 
 
 def describe(result: TrainResult) -> dict[str, Any]:

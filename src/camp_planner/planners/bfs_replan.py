@@ -91,6 +91,10 @@ class BFSReplan(Planner):
         """The actions of the current plan, from the state it was computed in."""
         return list(self._plan)
 
+    def steps_to_go(self) -> int | None:
+        # ``_step`` already points past the action the last ``act`` returned.
+        return len(self._plan) - self._step + 1 if self._plan else None
+
     def _search(self, start: State, deadline: Deadline) -> tuple[list[Action], list[State]]:
         """Breadth-first search to the first rewarding transition within the horizon."""
         mdp = self._mdp

@@ -274,6 +274,10 @@ class FastDownward(Planner):
         self._step += 1
         return action
 
+    def steps_to_go(self) -> int | None:
+        # ``_step`` already points past the action the last ``act`` returned.
+        return len(self._plan) - self._step + 1 if self._plan else None
+
     # --- running the planner ---------------------------------------------------------------
     def _solve(self, state: State, deadline: Deadline, lifted: bool) -> None:
         mdp = self._mdp

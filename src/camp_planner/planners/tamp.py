@@ -237,6 +237,10 @@ class InterfacePlanner(Planner):
         self._step = 0
         self.last_stats: dict[str, Any] = {}
 
+    def steps_to_go(self) -> int | None:
+        # ``_step`` already points past the action the last ``act`` returned.
+        return len(self._plan) - self._step + 1 if self._plan else None
+
     @classmethod
     def accepted_settings(cls) -> list[str]:
         """Every setting the planner takes by name: its own, then the shared ones."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import threading
@@ -130,6 +131,11 @@ def _ros(args: argparse.Namespace) -> int:
                 "error_message": r.error_message,
                 "context": {"id": r.context.id, "description": r.context.description},
                 "probability": r.probability,
+                "proposed": {"id": r.proposed.id, "description": r.proposed.description},
+                "gate_committed": r.gate_committed,
+                "predicted_gain": None if math.isnan(r.predicted_gain) else r.predicted_gain,
+                "gain_lower_bound": None if math.isnan(r.gain_lower_bound) else r.gain_lower_bound,
+                "reason": r.reason,
                 "alternatives": [
                     {"id": c.id, "description": c.description, "probability": p}
                     for c, p in zip(r.alternatives, r.alternative_probabilities, strict=False)

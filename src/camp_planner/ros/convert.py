@@ -178,11 +178,21 @@ def _untyped_value(text: str) -> Hashable:
     return text
 
 
+def _or_nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
 def selection_to_response(result: SelectionResult, response: Any) -> Any:
     response.success = True
     response.error_code = 0
     response.context = context_to_msg(result.context)
     response.probability = float(result.probability)
+    gate = result.gate
+    response.proposed = context_to_msg(gate.proposed if gate else result.context)
+    response.gate_committed = gate.committed if gate else True
+    response.predicted_gain = _or_nan(gate.predicted_gain if gate else None)
+    response.gain_lower_bound = _or_nan(gate.lower_bound if gate else None)
+    response.reason = gate.reason if gate else "the selector's first choice"
     response.alternatives = [context_to_msg(c) for c, _ in result.alternatives]
     response.alternative_probabilities = [float(p) for _, p in result.alternatives]
     response.relevant_variables = list(result.relevant)

@@ -8,6 +8,7 @@ from camp_planner.core.context import Context
 from camp_planner.domains.interface.errors import ErrorCode
 from camp_planner.domains.interface.plan import PlanStepData
 from camp_planner.domains.interface.scene import Pose2
+from camp_planner.learning.gate import GateDecision
 
 
 @dataclass
@@ -20,6 +21,9 @@ class SelectionResult:
     dropped_objects: list[str]
     latency_s: float
     screened: list[Context] = field(default_factory=list)
+    # The do-no-harm gate's decision (its predicted gain, bound and reason); None for a
+    # selection made without the gate.
+    gate: GateDecision | None = None
 
 
 @dataclass
