@@ -35,7 +35,44 @@ OPTIONAL: dict[str, Any] = {
     "contexts.required_values": None,
     "contexts.max_set_conjunction_variables": 0,
     "contexts.max_set_size": 2,
+    # The generator seed of the test split's tasks (``camp eval --task-seed``): fresh draws for
+    # a claim, with the training tasks, and every cache keyed on them, left as they were.
+    # Absent, the test tasks follow ``seed``; the 0 here only gives the type.
+    "tasks.test_seed": 0,
+    # The do-no-harm gate (learning/gate.py). Optional, so that configurations written before
+    # it keep their keys (the label and bundle caches hash the configuration).
+    "camp.gate": {"enabled": True, "confidence": 0.9, "margin": 0.0, "min_tasks": 5},
 }
+
+
+# The key, under ``tasks``, of the test split's generator seed (see OPTIONAL).
+TEST_SEED = "test_seed"
+# Every seed a random generator here accepts (numpy's is the smallest range).
+MAX_SEED = 2**32 - 1
+
+
+def with_test_seed(config: Mapping[str, Any], test_seed: int | None) -> dict[str, Any]:
+    """A copy of ``config`` whose test tasks are drawn from generator seed ``test_seed``
+    (None: from the configuration's ``seed``, as without the setting).
+
+    An override of the configuration, rather than a separate argument, so that every cache
+    keyed on the configuration (an eval's scores, the oracle's test scores) tells fresh draws
+    apart, while those keyed on the training configuration stay as they were."""
+    tasks = config.get("tasks")
+    if not isinstance(tasks, Mapping):
+        raise CampError("this domain's configuration has no tasks section to draw tasks from")
+    out = copy.deepcopy(dict(config))
+    out["tasks"] = {k: v for k, v in tasks.items() if k != TEST_SEED}
+    if test_seed is not None:
+        out["tasks"][TEST_SEED] = check_task_seed(test_seed)
+    return out
+
+
+def check_task_seed(value: Any, what: str = "--task-seed") -> int:
+    """``value`` as a task generator seed: a whole number from 0 to :data:`MAX_SEED`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        raise CampError(f"{what} must be a whole number from 0 to {MAX_SEED}, got {value!r}")
+    return value
 
 
 def load_config(domain: Domain, path: Path | None) -> dict[str, Any]:
@@ -218,7 +255,7 @@ def _reward_range(v: Any) -> bool:
 
 _COUNT = _whole(0)
 _POSITIVE_COUNT = _whole(1)
-_SEED = _whole(0, 2**32 - 1)  # what every random generator here accepts (numpy's is smallest)
+_SEED = _whole(0, MAX_SEED)
 _PROBABILITY = _number(0.0, high=1.0)
 _POSITIVE = _number(0.0, low_open=True)
 _NON_NEGATIVE = _number(0.0)
@@ -230,6 +267,7 @@ _RULES: dict[str, _Rule] = {
     "seed": _SEED,
     "tasks.train": _COUNT,
     "tasks.test": _COUNT,
+    "tasks.test_seed": _SEED,
     "mdp.horizon": _POSITIVE_COUNT,
     "mdp.gamma": _number(0.0, low_open=True, high=1.0),
     "timeout_s": _POSITIVE,
@@ -270,6 +308,12 @@ _RULES: dict[str, _Rule] = {
     "camp.sink_reward": _ANY_NUMBER,
     "camp.attempt_budget_s": _nullable(_POSITIVE),
     "camp.universal_relevance": (lambda v: v in ("all", "learned"), "'all' or 'learned'"),
+    "camp.gate.confidence": (
+        lambda v: _is_number(v) and 0.5 <= v < 1.0,
+        "a number in [0.5, 1)",
+    ),
+    "camp.gate.margin": (lambda v: _is_number(v) and math.isfinite(v), "a finite number"),
+    "camp.gate.min_tasks": _POSITIVE_COUNT,
     "selector.hidden": _LAYERS,
     "selector.conv_hidden": _LAYERS,
     "selector.structural_hidden": _LAYERS,

@@ -150,3 +150,24 @@ def test_the_gate_is_set_from_a_configuration_file(tmp_path: Path) -> None:
     path.write_text("camp: {gate: {confidence: 1.5}}\n")
     with pytest.raises(CampError, match=r"camp.gate.confidence.*\[0.5, 1\)"):
         load_config(get_domain("dinner"), path)
+
+
+def test_test_time_settings_leave_the_training_caches_keyed_as_before(tmp_path: Path) -> None:
+    """The gate and the test tasks' seed change no training score and no trained bundle."""
+    import copy
+
+    from camp_planner.learning.bundle import trained_bundle
+    from camp_planner.learning.train import score_checkpoint
+    from camp_planner.workflow import Pipeline
+
+    pipe = Pipeline.create("gridworld", None, tmp_path)
+    before = copy.deepcopy(pipe.config)
+    bundle = trained_bundle(tmp_path, "gridworld", "bfs_replan", 0, before)
+    train = score_checkpoint(pipe, tmp_path, "bfs_replan", "train", 0).path
+    test = score_checkpoint(pipe, tmp_path, "bfs_replan", "test", 0).path
+    pipe.config["camp"]["gate"] = {"enabled": False}
+    pipe.config["tasks"]["test_seed"] = 1000
+    assert trained_bundle(tmp_path, "gridworld", "bfs_replan", 0, pipe.config) == bundle
+    assert score_checkpoint(pipe, tmp_path, "bfs_replan", "train", 0).path == train
+    # The oracle's test scores are of other tasks now, so they get a checkpoint of their own.
+    assert score_checkpoint(pipe, tmp_path, "bfs_replan", "test", 0).path != test

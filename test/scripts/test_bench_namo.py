@@ -204,3 +204,142 @@ def test_runs_that_return_late_are_reported_with_where_they_were(
     assert (
         lines[1].startswith("pure on task 1 (seed 2) returned 0.20 s") and "not sampled" in lines[1]
     )
+
+
+def test_the_selector_mode_runs_the_camp_method_on_fresh_draws_and_reports_the_noise(
+    tmp_path: Path,
+    load_script: Callable[[str], ModuleType],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from camp_planner.domains import get_domain
+
+    bench = load_script("bench_namo")
+    bundle = tmp_path / "selector.pt"
+    bundle.write_bytes(b"one")
+    seen: list[tuple[int, int, Any]] = []
+    stop_at = [99]
+    # Per task: pure planning's time with planner seeds 0 and 1, and CAMP's. Task 0's
+    # pure runs differ 2×, so CAMP's 2.7× (4 s ÷ the median 1.5 s) is within 1.5 × that
+    # noise; task 1's are equal, so CAMP's 2× is beyond 1.5 × max(1, 1).
+    times = {0: ([1.0, 2.0], 4.0), 1: ([1.0, 1.0], 2.0)}
+
+    def fake_measure(
+        pipe: Any, args: Any, overrides: Any, i: int, task: Any, ctx: Any, seed: int,
+        camp_run: Any = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        if len(seen) == stop_at[0]:
+            raise KeyboardInterrupt
+        # The selector picks the context as it runs: none is chosen beforehand.
+        assert ctx is None and camp_run is not None
+        seen.append((i, seed, task))
+        pure, camp = times[i]
+
+        def run(t: float) -> dict[str, Any]:
+            return {"compute_time_s": t, "success": True, "outcome": "goal"}
+
+        return {"task": i, "seed": seed, "context": f"room {i}", "ratio": pure[seed] / camp,
+                "pure": run(pure[seed]), "camp": run(camp), "stilman": run(1.0)}  # fmt: skip
+
+    monkeypatch.setattr(bench, "_measure", fake_measure)
+    monkeypatch.setattr(
+        bench, "selector_method", lambda pipe, path, overrides, timeout: (lambda t, s: 0, path)
+    )
+    monkeypatch.setattr(bench, "checks_per_second", lambda *a, **k: 1.0)
+    monkeypatch.setattr(bench, "fresh_checks_per_second", lambda *a, **k: 1.0)
+    out = tmp_path / "bench.json"
+    art = tmp_path / "art"
+    argv = ["--context", "selector", "--bundle", str(bundle), "--task-seed", "77", "--tasks",
+            "2", "--repeats", "2", "--artifacts", str(art), "--json", str(out)]  # fmt: skip
+    assert bench.main(argv) == 0
+    # The tasks are the generator's draw for seed 77, not the configuration's.
+    namo = get_domain("namo")
+    config = namo.default_config()
+    config["seed"], config["tasks"]["test"] = 77, 2
+    assert [task for _, seed, task in seen if seed == 0] == list(namo.make_tasks(config, "test"))
+    summary = json.loads(out.read_text())["summary"]
+    assert (summary["context"], summary["task_seed"]) == ("selector", 77)
+    assert summary["bundle"] == str(bundle)
+    noise = summary["replanning_noise"]
+    assert [t["noise"] for t in noise["tasks"]] == [2.0, 1.0]
+    assert [t["camp_slower_beyond_noise"] for t in noise["tasks"]] == [False, True]
+    assert noise["tasks_camp_slower_beyond_noise"] == 1
+    printed = capsys.readouterr().out
+    assert "   0    0  room 0 " in printed  # the selector's context, per run
+    assert (
+        "CAMP more than 1.5× slower than pure planning beyond the replanning noise on 1 of 2 "
+        "tasks" in printed
+    )
+
+    # The checkpoint is keyed on the mode, the bundle's bytes and the task seed.
+    def measured(args: list[str], stop: int = 99) -> int:
+        seen.clear()
+        stop_at[0] = stop
+        code = bench.main(args)
+        return len(seen) if code == 0 else -len(seen)
+
+    assert measured(argv, stop=1) == -1  # one run kept in the checkpoint
+    assert measured([*argv[:5], "78", *argv[6:]]) == 4  # another task seed: nothing resumed
+    bundle.write_bytes(b"two")
+    assert measured(argv) == 4  # another selector: nothing resumed
+    bundle.write_bytes(b"one")
+    assert measured(argv) == 3  # the same: the kept run is not measured again
+
+
+def test_the_replanning_noise_needs_two_runs_of_a_task(
+    load_script: Callable[[str], ModuleType],
+) -> None:
+    bench = load_script("bench_namo")
+
+    def row(task: int, seed: int, pure: float, camp: float) -> dict[str, Any]:
+        return {"task": task, "seed": seed, "pure": {"compute_time_s": pure},
+                "camp": {"compute_time_s": camp}}  # fmt: skip
+
+    assert bench.replanning_noise([row(0, 0, 1.0, 9.0)], 0) is None
+    # Seeds 3 and 4 of task 0 (the first seed of a replicate); task 1 ran once: left out.
+    rows = [row(0, 3, 2.0, 3.0), row(0, 4, 1.0, 3.0), row(1, 3, 1.0, 9.0)]
+    noise = bench.replanning_noise(rows, 3)
+    (task,) = noise["tasks"]
+    assert (task["pure_seed_ratio"], task["noise"]) == (2.0, 2.0)
+    assert task["camp_over_pure"] == pytest.approx(2.0) and task["limit"] == 3.0
+    assert noise["tasks_camp_slower_beyond_noise"] == 0
+    # A pure run that took no time at all is a ratio, not a division error.
+    assert bench.replanning_noise([row(0, 0, 0.0, 1.0), row(0, 1, 1.0, 1.0)], 0)["tasks"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--bundle", "selector.pt"],  # the bundle is the selector mode's
+        ["--task-seed", "5", "--split", "train"],  # the seed draws test tasks
+        ["--task-seed", "x"],
+        ["--task-seed", "-1"],
+    ],
+)
+def test_selector_and_task_seed_arguments_are_checked(
+    argv: list[str], load_script: Callable[[str], ModuleType]
+) -> None:
+    bench = load_script("bench_namo")
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(argv)
+    assert exit_.value.code == 2
+
+
+@pytest.mark.slow
+@pytest.mark.pybullet
+def test_the_shipped_selector_plans_a_fresh_task(
+    tmp_path: Path, load_script: Callable[[str], ModuleType]
+) -> None:
+    from camp_planner.learning.bundle import shipped_bundle
+
+    if shipped_bundle("namo", "tamp") is None:
+        pytest.skip("no shipped NAMO selector bundle")
+    bench = load_script("bench_namo")
+    out = tmp_path / "bench.json"
+    argv = ["--context", "selector", "--task-seed", "1000", "--tasks", "1", "--timeout", "10",
+            "--artifacts", str(tmp_path / "art"), "--json", str(out)]  # fmt: skip
+    assert bench.main(argv) == 0
+    (row,) = json.loads(out.read_text())["rows"]
+    # The full CAMP method ran: its first context is recorded, and the context it ended in.
+    assert row["camp"]["first_context"] and row["context"] != "?"
+    assert row["pure"]["success"] in (True, False) and row["camp"]["compute_time_s"] > 0

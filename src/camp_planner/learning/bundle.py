@@ -43,7 +43,14 @@ def trained_bundle(
     configuration's own ``seed`` is left out of the key because ``camp eval`` shifts it per
     run to draw new tasks; the run is already in the ``seed<K>`` folder.
     """
-    key = json.dumps({k: v for k, v in config.items() if k != "seed"}, sort_keys=True, default=str)
+    trained_on = {k: v for k, v in config.items() if k != "seed"}
+    # Nor do the settings that only act at test time: the test tasks' generator seed and the
+    # do-no-harm gate (each left out only where given, so that older keys stay the same).
+    if "test_seed" in trained_on.get("tasks", {}):
+        trained_on["tasks"] = {k: v for k, v in trained_on["tasks"].items() if k != "test_seed"}
+    if "gate" in trained_on.get("camp", {}):
+        trained_on["camp"] = {k: v for k, v in trained_on["camp"].items() if k != "gate"}
+    key = json.dumps(trained_on, sort_keys=True, default=str)
     digest = hashlib.sha1(key.encode()).hexdigest()[:10]
     return artifacts / domain / planner / f"seed{seed}" / f"selector-{digest}.pt"
 

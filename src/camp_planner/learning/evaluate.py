@@ -9,6 +9,12 @@ aggregate: per method the mean and standard deviation across seeds of the per-se
 objective, return, compute time, success rate and fallbacks. Writes ``results.json``,
 ``table.md`` (the paper's appendix layout) and ``plot.png`` (mean return vs compute time,
 per-axis std, like the paper's figure).
+
+``--task-seed S`` (the setting ``tasks.test_seed``) draws run k's test tasks from generator
+seed S + k instead of the run's own seed, so that a claim rests on tasks never used while
+developing; the training tasks, their scores, CSIs and the trained selector stay those of
+the run, reused from their caches. ``--bundle`` evaluates a given selector bundle (e.g. the
+shipped one) instead of training one per run.
 """
 
 from __future__ import annotations
@@ -25,9 +31,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from camp_planner.config import TEST_SEED, check_task_seed, with_test_seed
 from camp_planner.core.errors import CampError
 from camp_planner.learning import ALL_METHODS
-from camp_planner.learning.bundle import load_bundle
+from camp_planner.learning.bundle import load_bundle, shipped_bundle
 from camp_planner.learning.labels import Score, ScoreMatrix
 from camp_planner.learning.methods import TrainingData, make_methods
 from camp_planner.learning.paired import compare_methods, p_value, paired_difference
@@ -44,6 +51,7 @@ PAIRED_METRICS = ("objective", "compute_time_s")
 LABELS = {
     "camp": "CAMP (ours)",
     "camp_ablation": "CAMP ablation (sink only)",
+    "camp_ungated": "CAMP without the gate (paper)",
     "pure": "Pure planning",
     "plan_transfer": "Plan transfer",
     "policy": "Policy learning",
@@ -54,43 +62,98 @@ LABELS = {
 }
 
 
+# What ``camp eval --bundle`` can run: methods that learn nothing from training tasks (the
+# CAMP methods use the given bundle's selector), besides the domain's own baselines.
+BUNDLE_METHODS = ("camp", "camp_ablation", "camp_ungated", "pure")
+
+
 def seed_pipeline(base: Pipeline, artifacts: Path, seed: int) -> Pipeline:
-    """The pipeline of run ``seed``: the task draws shift with the seed."""
+    """The pipeline of run ``seed``: the task draws shift with the seed (the test split's
+    generator seed too, where the configuration sets one)."""
     config = copy.deepcopy(base.config)
     config["seed"] = int(base.config["seed"]) + seed
+    tasks = config.get("tasks")
+    if isinstance(tasks, dict) and tasks.get(TEST_SEED) is not None:
+        tasks[TEST_SEED] = check_task_seed(int(tasks[TEST_SEED]) + seed, "the test seed")
     return Pipeline.from_config(base.domain.name, config, artifacts)
 
 
+def split_pipelines(base: Pipeline, artifacts: Path, seed: int) -> tuple[Pipeline, Pipeline]:
+    """Run ``seed``'s (training pipeline, test pipeline): the same unless the configuration
+    draws the test tasks from their own seed. The training pipeline's configuration then
+    lacks that seed, so that the training scores, the CSIs and the selector bundle, all keyed
+    on it, are those of the run without fresh test draws: trained once, reused by any."""
+    test = seed_pipeline(base, artifacts, seed)
+    if test.config["tasks"].get(TEST_SEED) is None:
+        return test, test
+    # A shallow copy shares the CSI store: its cache is keyed without the tasks, and a second
+    # store would not see the CSIs the first learns during training.
+    training = copy.copy(test)
+    training.config = with_test_seed(test.config, None)
+    return training, test
+
+
+def bundle_path(spec: str | Path, domain: str, planner: str) -> Path:
+    """The bundle ``camp eval --bundle`` names: a file, or ``shipped`` for the one the
+    package ships for ``domain`` and ``planner``."""
+    if str(spec) == "shipped":
+        path = shipped_bundle(domain, planner)
+        if path is None:
+            raise CampError(
+                f"the package ships no selector bundle for {domain} with {planner}: "
+                "give a bundle file with --bundle"
+            )
+        return path
+    path = Path(spec)
+    if not path.is_file():
+        raise CampError(f"no selector bundle at {path}")
+    return path
+
+
+def file_digest(path: Path) -> str:
+    """A digest of a file's bytes: what a cache of results obtained with it keys on."""
+    return hashlib.sha1(path.read_bytes()).hexdigest()[:12]
+
+
 def seed_cache(
-    pipe: Pipeline, artifacts: Path, planner: str, methods: Sequence[str], seed: int
+    pipe: Pipeline,
+    artifacts: Path,
+    planner: str,
+    methods: Sequence[str],
+    seed: int,
+    bundle: str | None = None,
 ) -> Path:
-    """Where run ``seed``'s scores are cached: keyed by everything that decides them."""
+    """Where run ``seed``'s scores are cached: keyed by everything that decides them
+    (``bundle``: the digest of the selector bundle evaluated instead of one trained per run).
+    ``pipe`` is the run's test pipeline: its configuration holds the test seed, if any."""
     # The domain version too: a change to the domain's planners leaves the configuration as
     # it was, and without it an eval after NAMO version 4 returned version 3's scores.
-    key = json.dumps(
-        {
-            "domain": pipe.domain.name,
-            "version": pipe.domain.version,
-            "config": pipe.config,
-            "planner": planner,
-            "methods": list(methods),
-            "seed": seed,
-            # Methods interleaved task by task, shuffled per task (3; rotated: 2): the times of
-            # (1), method by method, are not comparable pair by pair with them.
-            "order": 3,
-            # What a score records (2: the planners' count of their work, ``work_s``): an eval
-            # cached before a field was recorded would report it missing.
-            "score_format": 2,
-            # The baselines' own versions: a fix to Stilman's algorithm reruns the eval.
-            "planners": {
-                name: planner_version(name)
-                for name in (planner, *pipe.domain.baselines)
-                if name in planner_names()
-            },
+    fields: dict[str, Any] = {
+        "domain": pipe.domain.name,
+        "version": pipe.domain.version,
+        "config": pipe.config,
+        "planner": planner,
+        "methods": list(methods),
+        "seed": seed,
+        # Methods interleaved task by task, shuffled per task (3; rotated: 2): the times of
+        # (1), method by method, are not comparable pair by pair with them.
+        "order": 3,
+        # What a score records (2: the planners' count of their work, ``work_s``): an eval
+        # cached before a field was recorded would report it missing.
+        "score_format": 2,
+        # What the CAMP method does (2: the do-no-harm gate, learning/gate.py): an eval
+        # cached before the gate holds the ungated method's scores under "camp".
+        "camp_method": 2,
+        # The baselines' own versions: a fix to Stilman's algorithm reruns the eval.
+        "planners": {
+            name: planner_version(name)
+            for name in (planner, *pipe.domain.baselines)
+            if name in planner_names()
         },
-        sort_keys=True,
-        default=str,
-    )
+    }
+    if bundle is not None:  # absent otherwise: the caches of earlier evals keep their key
+        fields["bundle"] = bundle
+    key = json.dumps(fields, sort_keys=True, default=str)
     out_dir = artifacts / pipe.domain.name / planner / f"seed{seed}"
     return out_dir / f"eval-{hashlib.sha1(key.encode()).hexdigest()[:10]}.json"
 
@@ -103,28 +166,36 @@ def run_seed(
     seed: int,
     workers: int,
     progress: bool = True,
+    bundle_file: Path | None = None,
 ) -> dict[str, list[Score]]:
-    """Every method's scores on the test tasks of run ``seed`` (cached per configuration)."""
-    pipe = seed_pipeline(base, artifacts, seed)
-    cache = seed_cache(pipe, artifacts, planner, methods, seed)
+    """Every method's scores on the test tasks of run ``seed`` (cached per configuration);
+    ``bundle_file``: the selector to evaluate instead of training one for the run."""
+    training, pipe = split_pipelines(base, artifacts, seed)
+    digest = None if bundle_file is None else file_digest(bundle_file)
+    cache = seed_cache(pipe, artifacts, planner, methods, seed, digest)
     out_dir = cache.parent
     if cache.exists():
         data = json.loads(cache.read_text())
         return {m: [Score.from_json(s) for s in rows] for m, rows in data.items()}
 
-    trained = train(pipe, artifacts, planner, seed=seed, workers=workers, progress=progress)
-    bundle = load_bundle(trained.bundle_path, pipe.domain.name, pipe.domain.version)
+    trained = None
+    if bundle_file is None:
+        trained = train(training, artifacts, planner, seed=seed, workers=workers, progress=progress)
+        bundle_file = trained.bundle_path
+    bundle = load_bundle(bundle_file, pipe.domain.name, pipe.domain.version)
     test_matrix: ScoreMatrix | None = None
     if "oracle" in methods or "oracle_rerun" in methods:
+        # Scored with the test pipeline: fresh test draws get their own checkpoint.
         test_matrix, _ = score_split(
             pipe, artifacts, planner, "test", list(pipe.space), seed, workers, progress
         )
-    features = np.stack([pipe.domain.features(t) for t in pipe.tasks("train")])
-    data = TrainingData(pipe, planner, trained.matrix, features, seed)
     n_test = len(pipe.tasks("test"))
     made = make_methods(methods, bundle, test_matrix)
-    for method in made:
-        method.fit(data)
+    if trained is not None:  # with a given bundle, only methods that learn nothing run
+        features = np.stack([training.domain.features(t) for t in training.tasks("train")])
+        data = TrainingData(training, planner, trained.matrix, features, seed)
+        for method in made:
+            method.fit(data)
     results: dict[str, list[Score]] = {method.name: [] for method in made}
     bar = _bar(len(methods) * n_test, f"seed {seed}: evaluating methods", progress)
     for t, method in interleaved(made, n_test, seed):
@@ -354,6 +425,7 @@ def write_outputs(
     wall_time_s: float,
     per_seed: list[dict[str, list[Score]]] | None = None,
     seed_ids: list[int] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     payload: dict[str, Any] = {
@@ -361,6 +433,7 @@ def write_outputs(
         "command": command,
         "wall_time_s": wall_time_s,
         "methods": summary,
+        **(extra or {}),
     }
     if per_seed:
         payload["episodes"] = episodes(per_seed)
@@ -547,13 +620,23 @@ def plot(summary: dict[str, dict[str, Any]], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def eval_title(base: Pipeline, planner: str, seeds: int, first_seed: int = 0) -> str:
-    """The heading of an eval's table: domain, planner, λ and which seeds it ran."""
+def eval_title(
+    base: Pipeline, planner: str, seeds: int, first_seed: int = 0, bundle_file: Path | None = None
+) -> str:
+    """The heading of an eval's table: domain, planner, λ, which seeds it ran, and, where
+    they are not the runs' own, which seeds drew the test tasks and whose selector ran."""
     which = f"{seeds} seed(s)"
     if first_seed:
         last = first_seed + seeds - 1
         which = f"seeds {first_seed}-{last}" if seeds > 1 else f"seed {first_seed}"
-    return f"{base.domain.name}, {planner}, λ = {base.lam(planner):g}, {which}"
+    title = f"{base.domain.name}, {planner}, λ = {base.lam(planner):g}, {which}"
+    test_seed = base.config.get("tasks", {}).get(TEST_SEED)
+    if test_seed is not None:
+        first, last = test_seed + first_seed, test_seed + first_seed + seeds - 1
+        title += f", test tasks of seed{f's {first}-{last}' if seeds > 1 else f' {first}'}"
+    if bundle_file is not None:
+        title += f", selector {bundle_file.name}"
+    return title
 
 
 def evaluate(
@@ -567,7 +650,12 @@ def evaluate(
     command: str,
     progress: bool = True,
     first_seed: int = 0,
+    bundle_file: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
+    """Run seeds ``first_seed`` .. ``first_seed + seeds - 1`` (test tasks from the
+    configuration's ``tasks.test_seed`` + k where it sets one: :func:`with_test_seed`) and
+    write their outputs; ``bundle_file``: evaluate that selector bundle in every run instead
+    of training one per run."""
     started = time.perf_counter()
     unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown:
@@ -576,13 +664,42 @@ def evaluate(
         raise CampError("--seeds must be at least 1")
     if first_seed < 0:
         raise CampError("--first-seed must be at least 0")
+    test_seed = base.config.get("tasks", {}).get(TEST_SEED)
+    if test_seed is not None:
+        # Refused before any run rather than at the first run past the generator's range.
+        check_task_seed(test_seed)
+        check_task_seed(test_seed + first_seed + seeds - 1, "--task-seed + the last seed")
+        base.tasks("test")  # a domain whose test tasks are not drawn says so before training
+    if bundle_file is not None:
+        allowed = (*BUNDLE_METHODS, *base.domain.baselines)
+        learning = [m for m in methods if m not in allowed]
+        if learning:
+            raise CampError(
+                f"with --bundle only methods that learn nothing from training tasks run "
+                f"({', '.join(allowed)}); leave out {', '.join(learning)}"
+            )
     # Run k is the same whichever eval asks for it (cached per seed), so seeds 3-5 of a
     # second eval are new task draws and new planner seeds: episodes independent of 0-2's.
     seed_ids = list(range(first_seed, first_seed + seeds))
-    per_seed = [run_seed(base, artifacts, planner, methods, k, workers, progress) for k in seed_ids]
+    per_seed = [
+        run_seed(base, artifacts, planner, methods, k, workers, progress, bundle_file)
+        for k in seed_ids
+    ]
     summary = aggregate(per_seed)
-    title = eval_title(base, planner, seeds, first_seed)
+    title = eval_title(base, planner, seeds, first_seed, bundle_file)
     write_outputs(
-        summary, out_dir, title, command, time.perf_counter() - started, per_seed, seed_ids
+        summary,
+        out_dir,
+        title,
+        command,
+        time.perf_counter() - started,
+        per_seed,
+        seed_ids,
+        {
+            # Which test draws these are: evals of the same seeds with other test seeds are
+            # new draws, not repeats, when pooled.
+            "test_seeds": None if test_seed is None else [test_seed + k for k in seed_ids],
+            "bundle": None if bundle_file is None else str(bundle_file),
+        },
     )
     return summary

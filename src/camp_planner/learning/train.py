@@ -50,7 +50,7 @@ class TrainResult:
 
 
 # `camp` settings that only the CAMP method reads when it runs (not the scoring of contexts).
-CAMP_METHOD_ONLY = frozenset({"attempt_budget_s"})
+CAMP_METHOD_ONLY = frozenset({"attempt_budget_s", "gate"})
 
 
 def score_checkpoint(
@@ -71,6 +71,11 @@ def score_checkpoint(
     if "camp" in scoring_config:
         scoring_config["camp"] = {
             k: v for k, v in scoring_config["camp"].items() if k not in CAMP_METHOD_ONLY
+        }
+    # The test split's generator seed (``camp eval --task-seed``) draws no training task.
+    if split != "test" and "test_seed" in scoring_config.get("tasks", {}):
+        scoring_config["tasks"] = {
+            k: v for k, v in scoring_config["tasks"].items() if k != "test_seed"
         }
     key = {
         "domain": pipe.domain.name,

@@ -107,7 +107,12 @@ class DinnerDomain(Domain):
             if int(world[key]) < 0:
                 raise CampError(f"world.{key} must be ≥ 0")
         max_reward = max(int(b[1]) for b in ranges)
-        base = int(config["seed"]) * 10_000 + _SPLIT_OFFSET[split]
+        # ``tasks.test_seed`` (``camp eval --task-seed``) draws the test split from another
+        # seed, for claims on tasks never used in development; training keeps ``seed``.
+        seed = (
+            config["tasks"].get("test_seed", config["seed"]) if split == "test" else config["seed"]
+        )
+        base = int(seed) * 10_000 + _SPLIT_OFFSET[split]
         tasks = []
         for i in range(int(config["tasks"][split])):
             rng = random.Random(base + i)

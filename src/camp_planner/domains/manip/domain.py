@@ -79,7 +79,12 @@ class ManipDomain(Domain):
 
     def make_tasks(self, config: Mapping[str, Any], split: str) -> Sequence[ManipTask]:
         settings = ManipSettings(n_distractors=int(config["world"]["n_distractors"]))
-        return make_tasks(split, int(config["tasks"][split]), int(config["seed"]), settings)
+        # ``tasks.test_seed`` (``camp eval --task-seed``) draws the test split from another
+        # seed, for claims on tasks never used in development; training keeps ``seed``.
+        seed = (
+            config["tasks"].get("test_seed", config["seed"]) if split == "test" else config["seed"]
+        )
+        return make_tasks(split, int(config["tasks"][split]), int(seed), settings)
 
     def make_mdp(self, task: Any, config: Mapping[str, Any]) -> FactoredMDP:
         # The MDP's module loads PyBullet: only for a command that steps a task.

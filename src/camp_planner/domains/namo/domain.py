@@ -151,7 +151,12 @@ class NamoDomain(Domain):
 
     def make_tasks(self, config: Mapping[str, Any], split: str) -> Sequence[NamoTask]:
         settings = world_settings(config)
-        base = int(config["seed"]) * 10_000 + _SPLIT_OFFSET[split]
+        # ``tasks.test_seed`` (``camp eval --task-seed``) draws the test split from another
+        # seed, for claims on tasks never used in development; training keeps ``seed``.
+        seed = (
+            config["tasks"].get("test_seed", config["seed"]) if split == "test" else config["seed"]
+        )
+        base = int(seed) * 10_000 + _SPLIT_OFFSET[split]
         count = int(config["tasks"][split])
         return [generate_task(i, base + i, settings) for i in range(count)]
 

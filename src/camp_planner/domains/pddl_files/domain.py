@@ -120,6 +120,12 @@ class PddlFilesDomain(Domain):
         return domain, train, test
 
     def make_tasks(self, config: Mapping[str, Any], split: str) -> Sequence[PddlFileTask]:
+        if split == "test" and "test_seed" in config.get("tasks", {}):
+            # The test problems are files, not seeded draws: no seed makes them fresh.
+            raise CampError(
+                "tasks.test_seed (camp eval --task-seed) does not apply to the pddl domain: "
+                "its test tasks are the problem files (give new ones with --pddl-test)"
+            )
         domain, train, test = self._files(config)
         layout = _layout(domain, tuple(sorted(set(train) | set(test))))
         files = train if split == "train" else test
