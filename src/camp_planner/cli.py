@@ -124,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lambda", dest="lam", type=float, help="override λ of the objective")
     p.add_argument("--timeout", type=float, help="per planning call, seconds")
+    p.add_argument(
+        "--race",
+        metavar="K",
+        help="plan the selector's top K contexts and the universal one at once, each in its "
+        "own process (K+1 processes share the cores); the first plan that reaches the goal "
+        "in the simulator wins and the others are stopped (0: no racing, the default; "
+        "domains with a robot plug-in: namo, manip)",
+    )
     p.add_argument("--render", type=Path, help="write a PNG of the episode")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -175,6 +183,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="run seeds K .. K+SEEDS-1 (default 0): extends an earlier eval with new task "
         "draws and planner seeds, for pooling with scripts/pool_evals.py",
+    )
+    p.add_argument(
+        "--task-seed",
+        type=int,
+        metavar="S",
+        help="draw run k's test tasks from generator seed S+k instead of the run's own seed: "
+        "tasks never used in development, for a claim (training tasks, their cached scores "
+        "and the trained selector stay the run's)",
+    )
+    p.add_argument(
+        "--bundle",
+        metavar="PATH|shipped",
+        help="evaluate this selector bundle (shipped: the one the package ships) in every run "
+        "instead of training one per run; only methods that learn nothing from training "
+        "tasks (camp, camp_ablation, camp_ungated, pure, the domain's baselines)",
     )
     _workers_arg(p)
     p.add_argument("--out", type=Path, help="output folder (default: <artifacts>/eval/...)")
@@ -378,6 +401,13 @@ def _plan(args: argparse.Namespace) -> int:
         raise CampError("--pure and --ablation exclude each other")
     if args.bundle is not None and (args.context is not None or args.pure or args.ablation):
         raise CampError("--bundle selects the context: drop --context/--pure/--ablation")
+    race = _race_k(args.race)
+    if race:
+        if args.context is not None or args.pure or args.ablation or args.render:
+            raise CampError(
+                "--race races the selector's contexts: drop --context/--pure/--ablation/--render"
+            )
+        return _plan_race(args, pipe, task, race)
     selection: dict[str, Any] | None = None
     context: Context | None
     bundle_path = None
@@ -462,6 +492,113 @@ def _plan_selected(
     return run.context, run.camp, run.result, selection
 
 
+def _race_k(value: str | None) -> int:
+    """``--race K`` as a number (0: not given)."""
+    if value is None:
+        return 0
+    try:
+        k = int(value)
+    except ValueError:
+        k = -1
+    if k < 0:
+        raise CampError(
+            f"--race takes a whole number of contexts ≥ 0 (0: no racing), got {value!r}"
+        )
+    return k
+
+
+def _plan_race(args: argparse.Namespace, pipe: Any, task: Any, k: int) -> int:
+    """``camp plan --race K``: race the selector's top K contexts and the universal one, each
+    in its own worker process, for ``task`` (see camp_planner.service.race)."""
+    from camp_planner.domains import get_plugin, plugin_domains
+    from camp_planner.service.race import MAX_RACE, race_once
+
+    if pipe.domain.name not in plugin_domains():
+        raise CampError(
+            f"--race plans through the planning service, which needs a domain with a robot "
+            f"plug-in ({', '.join(plugin_domains())}), not {pipe.domain.name}"
+        )
+    notes = []
+    bundle_path = _plan_bundle(args, pipe)
+    others = sum(1 for c in pipe.space if not c.is_universal) if bundle_path else 0
+    if k > others:
+        notes.append(
+            f"--race {k}: there are only {others} contexts other than the universal one"
+            + ("" if bundle_path else " (no selector bundle)")
+            + f"; racing {others}"
+        )
+        k = others
+    if k > MAX_RACE:
+        notes.append(
+            f"--race {k}: at most {MAX_RACE} contexts race (each worker holds its own planning "
+            f"service in memory); racing {MAX_RACE}"
+        )
+        k = MAX_RACE
+    lam = pipe.lam(args.planner) if args.lam is None else args.lam
+    timeout = float(pipe.config["timeout_s"]) if args.timeout is None else args.timeout
+    service = {
+        "domain": pipe.domain.name,
+        "config_path": args.config,
+        "bundle_path": bundle_path,
+        "artifacts": args.artifacts,
+        "planner": args.planner,
+    }
+    scene = get_plugin(pipe.domain.name).scene_from_task(task, None, "map")
+    race, load_s = race_once(service, scene, k, lam, timeout, args.seed)
+    notes += [race.note] if race.note else []
+    won = race.result
+    record: dict[str, Any] = {
+        "domain": pipe.domain.name,
+        "split": args.split,
+        "task": args.task,
+        "planner": args.planner,
+        "method": "camp-race",
+        "context": {"id": race.winner.id, "name": race.winner.name} if race.winner else None,
+        "success": won.success,
+        "outcome": won.outcome or won.code.name.lower(),
+        "message": won.message.splitlines()[0] if won.message else "",
+        "return": round(won.expected_return, 4),
+        # The objective charges the race's wall-clock time (ranking included).
+        "objective": round(won.expected_return - lam * race.wall_s, 4),
+        "lambda": lam,
+        "relevant_variables": won.relevant,
+        "dropped_variables": won.dropped,
+        "race": {
+            "k": k,
+            "wall_s": round(race.wall_s, 4),
+            "cpu_s": round(race.cpu_s, 4),
+            "load_s": round(load_s, 4),  # starting the K+1 workers, before the race
+            "workers": [
+                {
+                    "context_id": w.context_id,
+                    "context": w.context_name,
+                    "outcome": w.outcome,
+                    "code": w.code.name,
+                    "wall_s": round(w.wall_s, 4),
+                    "cpu_s": None if w.cpu_s is None else round(w.cpu_s, 4),
+                }
+                for w in race.workers
+            ],
+            "notes": notes,
+        },
+    }
+    if args.json:
+        print(json.dumps(record, default=str))
+        return 0
+    for note in notes:
+        print(f"camp: note: {note}", file=sys.stderr)
+    winner = race.winner.name if race.winner else "none (no raced context reached the goal)"
+    print(f"{'winner':>20}: {winner}")
+    print(f"{'wall-clock s':>20}: {race.wall_s:.3f} (starting the workers: {load_s:.1f} s)")
+    print(f"{'CPU s':>20}: {race.cpu_s:.3f} (all {len(race.workers)} workers)")
+    for key in ("success", "outcome", "message", "return", "objective", "lambda"):
+        print(f"{key:>20}: {record[key]}")
+    for w in race.workers:
+        cpu = "" if w.cpu_s is None else f", CPU {w.cpu_s:.2f} s"
+        print(f"{'worker':>20}: {w.context_name}: {w.outcome} after {w.wall_s:.2f} s{cpu}")
+    return 0
+
+
 def _train(args: argparse.Namespace) -> int:
     from camp_planner.learning.train import describe, train
 
@@ -510,6 +647,7 @@ def _select(args: argparse.Namespace) -> int:
     method = CampMethod(bundle)
     t0 = time.perf_counter()
     ranked, screened = method.selection(pipe, task)
+    decision = method.decide(pipe, ranked)
     latency = time.perf_counter() - t0
     rows: list[dict[str, Any]] = []
     for context, prob in ranked[: max(1, args.top)]:
@@ -528,6 +666,7 @@ def _select(args: argparse.Namespace) -> int:
             "latency_s": latency,
             "ranked": rows,
             "screened_out": [{"id": c.id, "name": c.name} for c in screened],
+            "gate": decision.to_json(),
         }
         print(json.dumps(payload))
         return 0
@@ -539,18 +678,33 @@ def _select(args: argparse.Namespace) -> int:
         )
     if screened:
         print(f"  ({len(screened)} contexts screened out: their rooms cannot join start and goal)")
+    if decision.committed:
+        print(f"gate: plans in {decision.context.name}: {decision.reason}")
+    else:
+        print(f"gate: plans with the universal context, not {decision.proposed.name}:")
+        print(f"  {decision.reason}")
     return 0
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from camp_planner.learning.evaluate import eval_title, evaluate, table_markdown
+    from camp_planner.config import with_test_seed
+    from camp_planner.learning.evaluate import bundle_path, eval_title, evaluate, table_markdown
 
     if args.workers < 1:
         raise CampError("--workers must be at least 1")
     pipe = _pipeline(args)
+    if args.task_seed is not None:
+        # A configuration override, so that the caches keyed on it tell the draws apart.
+        pipe.config = with_test_seed(pipe.config, args.task_seed)
+    bundle = None
+    if args.bundle is not None:
+        bundle = bundle_path(args.bundle, pipe.domain.name, args.planner)
     out = args.out or args.artifacts / "eval" / f"{pipe.domain.name}-{args.planner}"
     command = "camp " + " ".join(sys.argv[1:]) if sys.argv[1:] else "camp eval"
     methods = args.methods or [*METHOD_NAMES, *pipe.domain.baselines]
+    if bundle is not None and not args.methods:
+        # The methods a given selector can run: the others learn from each run's training.
+        methods = ["camp", "pure", *pipe.domain.baselines]
     summary = evaluate(
         pipe,
         args.artifacts,
@@ -561,8 +715,9 @@ def _eval(args: argparse.Namespace) -> int:
         out,
         command,
         first_seed=args.first_seed,
+        bundle_file=bundle,
     )
-    title = eval_title(pipe, args.planner, args.seeds, args.first_seed)
+    title = eval_title(pipe, args.planner, args.seeds, args.first_seed, bundle)
     print(table_markdown(summary, title))
     print(f"wrote {out}/results.json, table.md, plot.png")
     return 0

@@ -156,6 +156,10 @@ def test_select_falls_back_to_the_shipped_bundle_as_plan_does(tmp_path: Path) ->
     out = json.loads(res.stdout)
     assert out["bundle"].endswith("namo-tamp.pt")
     assert out["ranked"] and 0.0 <= out["ranked"][0]["probability"] <= 1.0
+    # The shipped bundle carries the gate's gain table: the gate weighs the first choice.
+    gate = out["gate"]
+    assert gate["proposed"] == out["ranked"][0]["name"] and gate["training_tasks"] > 0
+    assert gate["context"] in (gate["proposed"], "universal") and gate["reason"]
 
 
 def test_null_means_no_limit_for_optional_context_settings(tmp_path: Path) -> None:

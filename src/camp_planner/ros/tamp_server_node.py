@@ -6,6 +6,13 @@ at once with ``ERROR_BUSY`` instead of being interleaved. A goal's numbers are r
 before any work (``ERROR_INVALID_REQUEST``), and feedback goes out at least every
 ``heartbeat_s`` while a goal runs, so a client notices within seconds when this server is
 gone (a killed process announces nothing).
+
+With the parameter ``race`` = K > 0 a goal that allows fallbacks is planned by a race
+(:mod:`camp_planner.service.race`) instead: the goal's context (or, if it names none, the
+selector's first) and the selector's next ones, K in all, and the universal context, each in
+one of K + 1 warm workers; the first plan verified in the simulator is the result, and the
+other workers are stopped (and started again in the background for the next goal). A goal
+without fallbacks is planned by one worker, as with ``race`` = 0. A cancel stops the whole race.
 """
 
 from __future__ import annotations
@@ -16,16 +23,19 @@ import time
 from typing import Any
 
 import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from camp_msgs.action import PlanTask
+from camp_planner.core.errors import CampError
 from camp_planner.domains.interface.errors import ErrorCode, ServiceError
 from camp_planner.ros.bringup import RCLError, spin_nodes, start_node
 from camp_planner.ros.common import PLAN_ACTION, declare_service_params
 from camp_planner.ros.convert import plan_to_msg, scene_from_msg
 from camp_planner.service.limits import check_plan_request
+from camp_planner.service.race import MAX_RACE, RacePool, worker_timeout
 from camp_planner.service.types import PlanResult
 from camp_planner.service.worker import PlanRequest, PlanWorker
 
@@ -37,11 +47,31 @@ class TampServerNode(Node):
         self.declare_parameter("timeout_grace_s", 10.0)
         self.declare_parameter("default_timeout_s", 60.0)
         self.declare_parameter("heartbeat_s", 1.0)
+        # Any type here, so that a wrong one gets this node's error rather than rclpy's.
+        self.declare_parameter("race", 0, ParameterDescriptor(dynamic_typing=True))
         self.heartbeat = max(0.05, float(self.get_parameter("heartbeat_s").value))
         self.grace = float(self.get_parameter("timeout_grace_s").value)
         self.default_timeout = float(self.get_parameter("default_timeout_s").value)
-        self.worker = PlanWorker(service_kwargs)
-        self.worker.start()  # load the selector, CSIs and PyBullet before the first goal
+        self.race = _race_parameter(self.get_parameter("race").value)
+        if self.race < 0:
+            Node.destroy_node(self)
+            raise CampError(
+                f"parameter race = {self.get_parameter('race').value!r} is out of range: give a "
+                f"whole number in [0, {MAX_RACE}] (0: no racing; K: race K contexts and the "
+                "universal one)"
+            )
+        # race = K: K + 1 warm workers, the first of which also plans the goals not raced.
+        self.pool = RacePool(service_kwargs, self.race + 1) if self.race else None
+        self.worker = self.pool.workers[0] if self.pool else PlanWorker(service_kwargs)
+        # Load the selector, CSIs and PyBullet before the first goal.
+        if self.pool is not None:
+            try:
+                self.pool.start()
+            except BaseException:
+                self.pool.close()
+                raise
+        else:
+            self.worker.start()
         self._busy = threading.Lock()
         self.server = ActionServer(
             self,
@@ -109,14 +139,39 @@ class TampServerNode(Node):
         beating.start()
         # Fallbacks each get the per-call timeout; the whole goal gets them all plus a grace.
         attempts = 4 if goal.allow_fallback else 1
+
+        def cancelled() -> bool:
+            # A shutdown (Ctrl-C, SIGINT from launch) stops the goal too, so the node exits.
+            return bool(handle.is_cancel_requested) or not self.context.ok()
+
         try:
-            result = self.worker.run(
-                request,
-                # A shutdown (Ctrl-C, SIGINT from launch) stops the goal too, so the node exits.
-                cancelled=lambda: bool(handle.is_cancel_requested) or not self.context.ok(),
-                limit_s=attempts * timeout + self.grace,
-                progress=feedback,
-            )
+            if self.pool is not None and goal.allow_fallback:
+                # Racing replaces the fallbacks: one (stretched) timeout per worker, at once.
+                race = self.pool.plan(
+                    request.scene,
+                    self.race,
+                    lam=request.lam,
+                    timeout_s=timeout,
+                    cancelled=cancelled,
+                    limit_s=worker_timeout(timeout, self.race + 1) + self.grace,
+                    progress=feedback,
+                    first=request.context_id,
+                )
+                result = race.result
+                if self.context.ok():
+                    self.get_logger().info(
+                        f"race: winner {race.winner.name if race.winner else 'none'}, "
+                        f"wall {race.wall_s:.2f} s, CPU {race.cpu_s:.2f} s; "
+                        + "; ".join(f"{w.context_name}: {w.outcome}" for w in race.workers)
+                        + (f" ({race.note})" if race.note else "")
+                    )
+            else:
+                result = self.worker.run(
+                    request,
+                    cancelled=cancelled,
+                    limit_s=attempts * timeout + self.grace,
+                    progress=feedback,
+                )
         finally:
             stop_beat.set()
             beating.join()
@@ -155,12 +210,21 @@ class TampServerNode(Node):
         return out
 
     def destroy_node(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
         self.worker.stop()
         # rclpy's ActionServer.destroy() removes the futures of finished goals a second time
         # (list.remove raises ValueError); the handle is still released by the node below.
         with contextlib.suppress(ValueError):
             self.server.destroy()
         super().destroy_node()
+
+
+def _race_parameter(value: Any) -> int:
+    """The ``race`` parameter as K ≥ 0, or -1 when it is not a whole number in range."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RACE:
+        return -1
+    return value
 
 
 def main(args: list[str] | None = None) -> None:

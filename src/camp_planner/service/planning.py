@@ -197,14 +197,16 @@ class CampService:
             raise ServiceError(ErrorCode.INVALID_SCENE, "give a scene or task features")
         t0 = time.perf_counter()
         ranked, screened = self._rank(task, None, features or None)
+        decision = self.method.decide(self.pipe, ranked)
         latency = time.perf_counter() - t0
         if not ranked:
             ranked = [(Context.universal(), 1.0)]
-        context, prob = ranked[0]
+        context = decision.context
+        prob = next((p for c, p in ranked if c.id == context.id), 0.0)
         mdp = self.pipe.domain.make_mdp(task, self.pipe.config) if task else self._probe
         relevant, dropped, dropped_ids = self._variables(context, mdp, slot_of)
         return SelectionResult(
-            context, prob, ranked, relevant, dropped, dropped_ids, latency, screened
+            context, prob, ranked, relevant, dropped, dropped_ids, latency, screened, decision
         )
 
     # --- planning ---------------------------------------------------------------------------
@@ -237,7 +239,10 @@ class CampService:
             ranked = [(c, 0.0) for c in self.contexts() if c.id != order[0].id]
         elif self.method is not None:
             ranked, _ = self._rank(task, mdp, scene.task_features or None)
-            order = [c for c, _ in ranked[:1]] or [Context.universal()]
+            # The do-no-harm gate (learning/gate.py) decides the first context and which of
+            # the ranked ones may follow it.
+            gated = self.method.plan_order(self.pipe, ranked, self.method.decide(self.pipe, ranked))
+            order, ranked = gated[:1], [(c, 0.0) for c in gated[1:]]
         else:
             order, ranked = [Context.universal()], []
         selection = time.perf_counter() - t0
@@ -261,7 +266,15 @@ class CampService:
                 construction += spent
                 say("planning")
                 planner = make_planner(self.planner, seed=seed, **settings)
-                yield Attempt(context.id, camp, planner, spent + (selection if i == 0 else 0.0))
+                yield Attempt(
+                    context.id,
+                    camp,
+                    planner,
+                    spent + (selection if i == 0 else 0.0),
+                    # A context whose plan cannot finish in the horizon hands over to the
+                    # next; the universal context, the last resort, follows its plan.
+                    horizon_fallback=not context.is_universal and i + 1 < len(order),
+                )
 
         result = run_with_fallbacks(
             mdp, attempts(), lam=lam, timeout_s=timeout, rng=random.Random(seed)
@@ -308,3 +321,28 @@ class CampService:
             outcome=result.outcome,
             contexts_tried=list(result.used),
         )
+
+    # --- racing -------------------------------------------------------------------------------
+    def race_contexts(self, scene: Scene, k: int, first: str = "") -> list[Context]:
+        """The contexts a race of ``k`` plans at once (:mod:`camp_planner.service.race`): up to
+        ``k`` other than the universal one, the context named ``first`` (a request's own
+        choice, if any) and then the selector's, ranked as :meth:`plan` ranks them (after the
+        screen); then the universal context. Without a selector: the named one (if any) and
+        the universal one."""
+        task, _ = self.task_of(scene)
+        top: list[Context] = []
+        if first:
+            named = self.resolve_context(first)
+            top += [] if named.is_universal else [named]
+        if self.method is not None and len(top) < k:
+            if scene.task_features:
+                self.check_features(scene.task_features)
+            mdp = self.pipe.domain.make_mdp(task, self.pipe.config)
+            try:
+                ranked, _ = self._rank(task, mdp, scene.task_features or None)
+            finally:
+                close = getattr(mdp, "close", None)
+                if callable(close):
+                    close()
+            top += [c for c, _ in ranked if not c.is_universal and c not in top]
+        return [*top[: max(k, 0)], Context.universal()]

@@ -9,7 +9,15 @@ threads is unsafe.
 The pipe protocol: the worker sends ``("ready", None, None)`` once its service is loaded (or
 ``("fatal", None, why)`` and exits); each request goes as ``(id, PlanRequest)`` and every
 message about it, ``("progress", id, stage)`` and ``("result", id, PlanResult)``, carries
-that id, so a message about any other request is never taken for this one's answer.
+that id, so a message about any other request is never taken for this one's answer. A
+:class:`RankRequest` asks instead for the contexts a race plans
+(:meth:`~camp_planner.service.planning.CampService.race_contexts`); its result is a list of
+contexts, or a failed ``PlanResult``.
+
+Besides the blocking :meth:`PlanWorker.run`, a worker offers the non-blocking steps a caller
+that waits on several workers at once needs (:mod:`camp_planner.service.race`):
+:meth:`PlanWorker.poll_ready`, :meth:`PlanWorker.send`, :meth:`PlanWorker.poll_answer` and
+the pipe and process handles to wait on.
 """
 
 from __future__ import annotations
@@ -51,6 +59,17 @@ class PlanRequest:
     allow_fallback: bool = True
     lam: float | None = None
     timeout_s: float | None = None
+    seed: int = 0  # the planner's seed (passed on only when not 0)
+
+
+@dataclass(frozen=True)
+class RankRequest:
+    """Which contexts a race of ``k`` plans for ``scene`` (``first``, then the selector's top
+    ones, ``k`` in all, and the universal one)."""
+
+    scene: Scene
+    k: int
+    first: str = ""  # a context the request names, raced first
 
 
 def _exit_with_parent(poll_s: float = 0.5) -> None:
@@ -103,15 +122,20 @@ def _serve(
         def progress(stage: str, request_id: int = request_id) -> None:
             conn.send(("progress", request_id, stage))
 
+        result: Any
         try:
-            result = service.plan(
-                request.scene,
-                request.context_id,
-                request.allow_fallback,
-                request.lam,
-                request.timeout_s,
-                progress=progress,
-            )
+            if isinstance(request, RankRequest):
+                result = list(service.race_contexts(request.scene, request.k, request.first))
+            else:
+                result = service.plan(
+                    request.scene,
+                    request.context_id,
+                    request.allow_fallback,
+                    request.lam,
+                    request.timeout_s,
+                    progress=progress,
+                    **({"seed": request.seed} if request.seed else {}),
+                )
         except ServiceError as exc:
             result = PlanResult.failure(exc.code, exc.message)
         except Exception as exc:
@@ -224,6 +248,78 @@ class PlanWorker:
         if conn is not None:
             conn.close()
 
+    def kill(self) -> None:
+        """Send the worker process (and its group) SIGKILL without waiting for it: a caller
+        stopping several workers signals them all first, then :meth:`stop` reaps each."""
+        if self._proc is not None:
+            _kill_group(self._proc)
+            self._proc.kill()
+
+    # --- non-blocking steps, for a caller that waits on several workers at once -------------
+    @property
+    def pid(self) -> int | None:
+        """The id of the current worker process (None: none is running)."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def ready(self) -> bool:
+        """The current worker process has loaded its service (and may take a request)."""
+        return self._ready
+
+    def waitables(self) -> list[Any]:
+        """What :func:`multiprocessing.connection.wait` watches for this worker: its pipe (a
+        message came) and its process sentinel (it exited)."""
+        out: list[Any] = []
+        if self._conn is not None:
+            out.append(self._conn)
+        if self._proc is not None:
+            out.append(self._proc.sentinel)
+        return out
+
+    def poll_ready(self) -> str | None:
+        """Start a worker if none is running, and look (without waiting) whether it has
+        loaded, which :attr:`ready` then says. Returns why it cannot start (it is then
+        stopped), else None (ready, or still loading)."""
+        if self._proc is not None and self._ready and not self._proc.is_alive():
+            self.stop()  # died while idle: a fresh one loads
+        if self._proc is None:
+            self._spawn()
+        if self._ready:
+            return None
+        return self._check_start(0.0)
+
+    def send(self, request: PlanRequest) -> int:
+        """Send ``request`` to the loaded worker; returns its id for :meth:`poll_answer`.
+        Raises :class:`ServiceError` (INTERNAL) if the worker is gone (it is then stopped)."""
+        assert self._ready and self._conn is not None
+        self._last_id += 1
+        try:
+            self._conn.send((self._last_id, request))
+        except OSError as exc:
+            self.stop()
+            raise ServiceError(ErrorCode.INTERNAL, "the planning worker died") from exc
+        return self._last_id
+
+    def poll_answer(
+        self, request_id: int, progress: Callable[[str], None] | None = None
+    ) -> PlanResult | None:
+        """The answer to request ``request_id`` if it has come, without waiting (progress
+        messages that came are passed on); None if it has not. A worker that died (or was
+        stopped) gives an INTERNAL failure; a dead one is stopped, i.e. reaped."""
+        while True:
+            if self._conn is None or self._proc is None:
+                return PlanResult.failure(ErrorCode.INTERNAL, _STOPPED)
+            try:
+                answer = self._receive(request_id, 0.0, progress)
+            except (_WorkerDied, OSError):
+                self.stop()
+                return PlanResult.failure(ErrorCode.INTERNAL, "the planning worker died")
+            if answer is not None:
+                assert isinstance(answer, PlanResult)
+                return answer
+            if not self._conn.poll(0):
+                return None
+
     # --- requests ---------------------------------------------------------------------------
     def run(
         self,
@@ -237,6 +333,32 @@ class PlanWorker:
         turns true or ``limit_s`` wall-clock seconds pass, counted from this call (waiting
         for a restarting worker to load included). A worker that cannot start or dies gives an
         INTERNAL failure, not an exception."""
+        result = self._call(request, cancelled, limit_s, progress, poll_s)
+        assert isinstance(result, PlanResult)
+        return result
+
+    def rank(
+        self,
+        request: RankRequest,
+        cancelled: Callable[[], bool] = lambda: False,
+        limit_s: float | None = None,
+        poll_s: float = 0.05,
+    ) -> list[Any] | PlanResult:
+        """The contexts a race plans (see :class:`RankRequest`), or why there are none (a
+        failed ``PlanResult``: a refused scene, a cancel, a timeout, a dead worker), waited
+        for as :meth:`run` waits."""
+        result = self._call(request, cancelled, limit_s, None, poll_s)
+        assert isinstance(result, (list, PlanResult))
+        return result
+
+    def _call(
+        self,
+        request: PlanRequest | RankRequest,
+        cancelled: Callable[[], bool],
+        limit_s: float | None,
+        progress: Callable[[str], None] | None,
+        poll_s: float,
+    ) -> Any:
         t0 = time.monotonic()
         self._last_id += 1
         request_id = self._last_id
@@ -294,10 +416,11 @@ class PlanWorker:
 
     def _receive(
         self, request_id: int, poll_s: float, progress: Callable[[str], None] | None
-    ) -> PlanResult | None:
+    ) -> Any:
         """Wait up to ``poll_s`` for a message about request ``request_id``: its result, or
         None (nothing yet, progress passed on, or a message about another request). Raises
-        :class:`_WorkerDied` if the worker exited."""
+        :class:`_WorkerDied` if the worker exited. (The answer to a :class:`RankRequest` is a
+        list of contexts.)"""
         assert self._conn is not None and self._proc is not None
         if self._conn.poll(_bounded(poll_s)):
             try:
@@ -310,7 +433,7 @@ class PlanWorker:
                 if progress is not None:
                     progress(str(payload))
                 return None
-            assert kind == "result" and isinstance(payload, PlanResult)
+            assert kind == "result" and isinstance(payload, (PlanResult, list))
             return payload
         if not self._proc.is_alive():
             raise _WorkerDied
