@@ -42,6 +42,11 @@ OPTIONAL: dict[str, Any] = {
     # The do-no-harm gate (learning/gate.py). Optional, so that configurations written before
     # it keep their keys (the label and bundle caches hash the configuration).
     "camp.gate": {"enabled": True, "confidence": 0.9, "margin": 0.0, "min_tasks": 5},
+    # CSI learning at building scale (core/csi.py; on in config/namo/grid5.yaml and
+    # grid10.yaml). Optional, so that the default configurations' cache keys stay.
+    "csi.local_probes": False,
+    "csi.shared_terms": False,
+    "csi.context_ties": False,
 }
 
 

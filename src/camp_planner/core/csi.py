@@ -14,9 +14,9 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError, reject_unknown
@@ -58,6 +58,34 @@ class CSIConfig:
     # enemy slots would gain probes of cells their draws miss, and its measured CSIs predate
     # this. Beyond the paper; off by default.
     complete_domains: bool = False
+    # Probe only the state variables the domain says a sample's step can feel
+    # (``LocalDynamics.csi_footprint``): every other one is *inert* at that sample, its change
+    # carried through to the successor and nothing else, so its successors are built without
+    # the simulator. The dependences found are exactly those of probing every variable when
+    # the domain's footprint is right (test/core/test_csi_scaling.py; NAMO's audit:
+    # test/domains/namo/test_csi_scale_audit.py), and the samples and probe values are the
+    # same random stream. NAMO: a step feels only the boxes near the robot's path, about 20
+    # of a 10×10 world's 495 slots. Beyond the paper; off by default.
+    local_probes: bool = False
+    # Learn a disjunction over one state variable term by term, and share the terms across
+    # contexts: each term's samples (the variable at that value) are drawn from a stream
+    # seeded by the term alone, probed once, and what every probe changed is kept together
+    # with the context variable's value before and after (``_TermCache``). A context's
+    # dependences are then the union over its terms' first k1 / n samples of the changes
+    # its own membership tests admit: exactly what ``stratify`` finds on those samples, for
+    # every context that holds the term, at the cost of probing them once. The samples
+    # differ from ``stratify``'s (per term, not one stream), so its results differ by
+    # sampling noise (the NAMO audit measures how much). A domain may draw a term's samples
+    # directly (``TermSampler``) instead of by rejection. Beyond the paper; off by default.
+    shared_terms: bool = False
+    # Also tie the slots the domain names as exchangeable *under the context*
+    # (``ContextSymmetry.csi_context_groups``), as ``exchangeable_groups`` ties slots under
+    # every context: evidence found for one member then holds for all. NAMO: the boxes of
+    # the rooms a room context allows, and those of the rooms next to them, each a class.
+    # Only adds dependences, so CAMPs keep more; it makes ``shared_terms`` keep every box
+    # that direct learning keeps (evidence for a room next to the allowed ones is rare, and
+    # each method finds some of those rooms by chance). Beyond the paper; off by default.
+    context_ties: bool = False
 
     @staticmethod
     def from_mapping(data: Mapping[str, Any]) -> CSIConfig:
@@ -69,10 +97,60 @@ class CSIConfig:
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        for flag in ("ignore_exits", "stratify", "complete_domains"):
+        for flag in (
+            "ignore_exits",
+            "stratify",
+            "complete_domains",
+            "local_probes",
+            "shared_terms",
+            "context_ties",
+        ):
             if not out[flag]:  # absent when off, so existing caches keep their keys
                 del out[flag]
         return out
+
+
+@runtime_checkable
+class LocalDynamics(Protocol):
+    """An MDP whose steps are local: what one step does depends on a few state variables
+    only, which the MDP can name per (state, action) (``csi.local_probes``)."""
+
+    def csi_footprint(self, state: State, action: Action) -> Collection[int] | None:
+        """A superset of the state variables (by index) that can change the deterministic
+        successor of (``state``, ``action``) other than by carrying their own change through,
+        or None (no claim: probe every variable). For every state variable i outside it and
+        every probe value v of i (:meth:`FactoredMDP.sample_value`'s values, as
+        ``assign_state(state, i, v)`` sets them), the successor of the changed state must be
+        the successor of ``state`` with variable i set to v, and that assignment must change
+        no other variable. CSI learning then builds those successors without the
+        simulator."""
+        ...
+
+
+@runtime_checkable
+class ContextSymmetry(Protocol):
+    """An MDP whose slots are exchangeable under some contexts (``csi.context_ties``)."""
+
+    def csi_context_groups(self, context: Context) -> Sequence[Sequence[tuple[str, ...]]]:
+        """Groups of slots (as :meth:`FactoredMDP.exchangeable_groups`) that play
+        interchangeable roles under ``context``, e.g. by how their room relates to the
+        rooms the context allows; none for a context the domain knows no symmetry of."""
+        ...
+
+
+@runtime_checkable
+class TermSampler(Protocol):
+    """An MDP that can draw CSI samples with one state variable at a given value
+    (``csi.shared_terms``), where rejection sampling would waste most draws (NAMO: the robot
+    in one room of a hundred)."""
+
+    def sample_state_action_where(
+        self, index: int, value: Hashable, rng: random.Random
+    ) -> tuple[State, Action] | None:
+        """A draw of :meth:`FactoredMDP.sample_state_action`'s distribution conditioned on
+        state variable ``index`` being ``value`` (as close as the domain can make it), or
+        None when this draw missed (the caller tries again, ``max_rejections`` times)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -187,6 +265,17 @@ def learn_csis(
         if [v.name for v in m.variables] != layout:
             raise CampError("all MDPs given to CSI learning must share their variables")
     start = time.perf_counter()
+    if config.shared_terms:
+        shared = _learn_shared(mdps, context, config, progress)
+        if shared is not None:
+            dependencies, calls = shared
+            return CSIResult(
+                context=context,
+                variables=tuple(layout),
+                dependencies=dependencies,
+                samples=calls,
+                seconds=time.perf_counter() - start,
+            )
     rng = random.Random(config.seed)
     oracles = [_MarginalOracle(m, config, rng) for m in mdps]
     members = [context.compile(m) for m in mdps]
@@ -215,15 +304,34 @@ def learn_csis(
         }
     free = [i for i in free if children[layout[i]]]
     exits_ignored = config.ignore_exits and context.variables <= set(state_names)
+    footprints = [m if config.local_probes and isinstance(m, LocalDynamics) else None for m in mdps]
     for step, (task, s, a) in enumerate(samples):
         mdp, oracle, member = mdps[task], oracles[task], members[task]
         det = oracle.deterministic(s, a)
         base: Marginals | None = None
         exact = True
+        local = footprints[task]
+        felt = local.csi_footprint(s, a) if local is not None and det is not None else None
         for i in free:
             parent = layout[i]
             targets = children[parent]
             if all((parent, state_names[j]) in dependent for j in targets):
+                continue
+            if felt is not None and i < n_state and i not in felt:
+                # Inert (``LocalDynamics``): a probe v changes variable i alone, in the state
+                # and in its successor, so it stays in the context (i is not a context
+                # variable) and is a self-dependence when v differs from both s[i] and the
+                # successor's. What the loop below would find, without the simulator and
+                # without building the states (probe values of a state variable come from
+                # its pool, so the random stream is the same).
+                assert det is not None
+                stays = not (exits_ignored and not member(det, a))
+                if (
+                    i in targets
+                    and stays
+                    and any(v != s[i] and v != det[i] for v in pools[task][i])
+                ):
+                    dependent.add((parent, parent))
                 continue
             for s2, a2 in _variants(mdp, s, a, i, config.k2, pools[task], rng):
                 if (s2, a2) == (s, a) or not member(s2, a2):
@@ -257,20 +365,261 @@ def learn_csis(
                         dependent.add((parent, child))
         if progress is not None:
             progress(step + 1, len(samples))
+    return CSIResult(
+        context=context,
+        variables=tuple(layout),
+        dependencies=_tie_context(mdps[0], context, dependent, config),
+        samples=sum(o.calls for o in oracles),
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _tie_context(
+    mdp: FactoredMDP, context: Context, dependent: set[tuple[str, str]], config: CSIConfig
+) -> frozenset[tuple[str, str]]:
+    """``dependent`` tied over the MDP's exchangeable groups the context does not mention,
+    then (``context_ties``) over the groups the MDP names for this context."""
     groups = [
         g
-        for g in mdps[0].exchangeable_groups()
+        for g in mdp.exchangeable_groups()
         if not {v for slot in g for v in slot} & context.variables
     ]
     if groups:
         dependent = tie_exchangeable(dependent, groups)
-    return CSIResult(
-        context=context,
-        variables=tuple(layout),
-        dependencies=frozenset(dependent),
-        samples=sum(o.calls for o in oracles),
-        seconds=time.perf_counter() - start,
+    if config.context_ties and isinstance(mdp, ContextSymmetry):
+        own = [
+            g
+            for g in mdp.csi_context_groups(context)
+            if not {v for slot in g for v in slot} & context.variables
+        ]
+        if own:
+            dependent = tie_exchangeable(dependent, own)
+    return frozenset(dependent)
+
+
+# --- shared terms (csi.shared_terms) -----------------------------------------------------------
+# What one probe changed, kept with the context variable's value in the probed state and in
+# the two successors (``_ANY`` for the last two: no successor to test, sampled marginals).
+_Change = tuple[Hashable, Hashable, Hashable]
+_Evidence = dict[tuple[str, str], set[_Change]]
+
+
+class _Any:
+    """Stands for every value of the context variable (a change no exit test applies to)."""
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+_ANY = _Any()
+
+
+@dataclass
+class _TermSamples:
+    """One term's samples so far, each with its evidence, and the stream that draws more."""
+
+    rng: random.Random
+    evidence: list[_Evidence]
+    exhausted: bool = False
+
+
+class _TermCache:
+    """Evidence per term of disjunctions over one state variable, for one set of MDPs and
+    one CSI configuration (apart from k1, which only says how many samples a context uses).
+    Held for the process's latest such set: a CSI store (or worker) learns the contexts of
+    one space with one list of training MDPs."""
+
+    def __init__(self, mdps: Sequence[FactoredMDP], config: CSIConfig, var: int) -> None:
+        self.mdps = tuple(mdps)
+        self.key = (var, _evidence_key(config))
+        self.var = var
+        self.config = config
+        self.calls = 0
+        rng = random.Random(f"csi-pools:{config.seed}")
+        n_state = len(mdps[0].state_vars)
+        self.pools = [
+            [_probe_pool(m, i, config.k2, rng, config.complete_domains) for i in range(n_state)]
+            for m in mdps
+        ]
+        self.oracles = [_MarginalOracle(m, config, rng) for m in mdps]
+        layout = [v.name for v in mdps[0].variables]
+        self.state_names = layout[:n_state]
+        self.layout = layout
+        known = mdps[0].candidate_parents()
+        self.children: dict[int, list[int]] = {}
+        for i, parent in enumerate(layout):
+            if i == var:
+                continue
+            kids = [
+                j
+                for j, child in enumerate(self.state_names)
+                if known is None or parent in known.get(child, frozenset())
+            ]
+            if kids:
+                self.children[i] = kids
+        self.footprints = [
+            m if config.local_probes and isinstance(m, LocalDynamics) else None for m in mdps
+        ]
+        self.terms: dict[Hashable, _TermSamples] = {}
+
+    def matches(self, mdps: Sequence[FactoredMDP], config: CSIConfig, var: int) -> bool:
+        return (
+            len(mdps) == len(self.mdps)
+            and all(a is b for a, b in zip(mdps, self.mdps, strict=True))
+            and self.key == (var, _evidence_key(config))
+        )
+
+    def samples(self, value: Hashable, n: int) -> list[_Evidence]:
+        """The first ``n`` samples' evidence of term ``value`` (fewer if its sampler gives
+        out: ``max_rejections`` draws in a row that miss, four times that for the first)."""
+        term = self.terms.get(value)
+        if term is None:
+            seed = f"csi-term:{self.config.seed}:{self.layout[self.var]}:{value!r}"
+            term = self.terms[value] = _TermSamples(random.Random(seed), [])
+        while len(term.evidence) < n and not term.exhausted:
+            tries = self.config.max_rejections * (4 if not term.evidence else 1)
+            drawn = self._draw(value, term.rng, tries)
+            if drawn is None:
+                term.exhausted = True
+                break
+            task, s, a = drawn
+            term.evidence.append(self._probe(task, s, a, term.rng))
+        return term.evidence[:n]
+
+    def _draw(
+        self, value: Hashable, rng: random.Random, tries: int
+    ) -> tuple[int, State, Action] | None:
+        for _ in range(tries):
+            task = rng.randrange(len(self.mdps))
+            mdp = self.mdps[task]
+            if isinstance(mdp, TermSampler):
+                drawn = mdp.sample_state_action_where(self.var, value, rng)
+                if drawn is None:
+                    continue
+                s, a = drawn
+            else:
+                s, a = mdp.sample_state_action(rng)
+            if s[self.var] == value and not mdp.is_terminal(s):
+                return task, s, a
+        return None
+
+    def _probe(self, task: int, s: State, a: Action, rng: random.Random) -> _Evidence:
+        """Every change that probing (s, a) finds, as the direct loop of :func:`learn_csis`
+        would (without its shortcut for parents already known to matter everywhere)."""
+        mdp, oracle, v = self.mdps[task], self.oracles[task], self.var
+        oracle.rng = rng  # sampled marginals from the term's own stream
+        n_state = len(self.state_names)
+        calls = oracle.calls
+        det = oracle.deterministic(s, a)
+        local = self.footprints[task]
+        felt = local.csi_footprint(s, a) if local is not None and det is not None else None
+        found: _Evidence = {}
+        base: Marginals | None = None
+        exact = True
+        for i, targets in self.children.items():
+            parent = self.layout[i]
+            if felt is not None and i < n_state and i not in felt:
+                # Inert (LocalDynamics): only variable i changes, in the successor too.
+                assert det is not None
+                if i in targets and any(
+                    value != s[i] and value != det[i] for value in self.pools[task][i]
+                ):
+                    found.setdefault((parent, parent), set()).add((s[v], det[v], det[v]))
+                continue
+            for s2, a2 in _variants(mdp, s, a, i, self.config.k2, self.pools[task], rng):
+                if (s2, a2) == (s, a):
+                    continue
+                det2 = oracle.deterministic(s2, a2) if det is not None else None
+                if det is not None and det2 is not None:
+                    if det2 == det:
+                        continue
+                    change = (s2[v], det[v], det2[v])
+                    if i < n_state and det2[:i] == det[:i] and det2[i + 1 :] == det[i + 1 :]:
+                        if i in targets:
+                            found.setdefault((parent, parent), set()).add(change)
+                        continue
+                    for j in targets:
+                        if det2[j] != det[j]:
+                            found.setdefault((parent, self.state_names[j]), set()).add(change)
+                    continue
+                if base is None:
+                    base, exact = oracle.marginals(s, a)
+                other, _ = oracle.marginals(s2, a2)
+                threshold = self.config.exact_threshold if exact else self.config.js_threshold
+                for j in targets:
+                    if js_divergence(base[j], other[j]) > threshold:
+                        key = (parent, self.state_names[j])
+                        found.setdefault(key, set()).add((s2[v], _ANY, _ANY))
+        self.calls += oracle.calls - calls
+        return found
+
+
+_TERM_CACHE: _TermCache | None = None
+
+
+def _evidence_key(config: CSIConfig) -> tuple[Any, ...]:
+    """The settings a term's evidence depends on (not k1, nor the exit and sampling rules a
+    context applies to it)."""
+    return (
+        config.seed,
+        config.k2,
+        config.samples_per_test,
+        config.js_threshold,
+        config.exact_threshold,
+        config.max_rejections,
+        config.complete_domains,
+        config.local_probes,
     )
+
+
+def _learn_shared(
+    mdps: Sequence[FactoredMDP],
+    context: Context,
+    config: CSIConfig,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[frozenset[tuple[str, str]], int] | None:
+    """The dependences of a disjunction over one state variable from its terms' shared
+    evidence (``csi.shared_terms``), and the simulator calls made for it; None for any other
+    context (learned directly)."""
+    global _TERM_CACHE
+    names = [v.name for v in mdps[0].state_vars]
+    variables = {t.variable for t in context.terms}
+    if context.kind != "disjunction" or len(variables) != 1:
+        return None
+    (name,) = variables
+    if name not in names:
+        return None
+    var = names.index(name)
+    cache = _TERM_CACHE
+    if cache is None or not cache.matches(mdps, config, var):
+        cache = _TERM_CACHE = _TermCache(mdps, config, var)
+    calls = cache.calls
+    values = list(dict.fromkeys(t.value for t in context.terms))
+    allowed = frozenset(values)
+    # As ``stratify`` spreads k1 samples over the terms: sample k to term k mod n, over the
+    # terms that have a sample at all.
+    live = [value for value in values if cache.samples(value, 1)]
+    if not live:
+        raise CampError("could not sample any state–action pair inside the context")
+    exits = config.ignore_exits
+    dependent: set[tuple[str, str]] = set()
+    for k, value in enumerate(live):
+        quota = config.k1 // len(live) + (1 if k < config.k1 % len(live) else 0)
+        for evidence in cache.samples(value, quota):
+            for pair, changes in evidence.items():
+                if pair in dependent:
+                    continue
+                for probe_in, base_out, probe_out in changes:
+                    if probe_in not in allowed:
+                        continue  # the probed state lies outside the context
+                    leaves = base_out not in allowed or probe_out not in allowed
+                    if exits and base_out is not _ANY and leaves:
+                        continue  # a change of an exit only (``ignore_exits``)
+                    dependent.add(pair)
+                    break
+        if progress is not None:
+            progress(k + 1, len(live))
+    return _tie_context(mdps[0], context, dependent, config), cache.calls - calls
 
 
 def tie_exchangeable(

@@ -24,6 +24,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from camp_planner.core.context import Context
 from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State
 from camp_planner.domains.namo.layout import (
     ABSENT,
@@ -61,6 +62,11 @@ FREE_SAMPLE_TRIES = 20  # draws per CSI sample until the robot stands free
 # memory stays flat as the world grows: a fixed count of entries (200,000 once) took over
 # 10 GB across the 50 training tasks of a 10×10 world, whose states have 500 elements.
 MEMO_ELEMENTS = 2_000_000
+# How far from the floor points of a step (the base's start, a move's target) a box can be
+# and still be felt by it (csi_footprint): the robot carrying a box reaches about 0.72 m from
+# its centre (the box 0.5 m ahead, test_namo_mdp checks the measured radius), a box's
+# corner 0.22 m from its own, and a place's or pick's spot lies within the arm's 0.75 m.
+FOOTPRINT_MARGIN = 1.25
 
 
 @dataclass
@@ -76,6 +82,7 @@ class NamoMDP(FactoredMDP):
     _memo: dict[tuple[State, Action], State] = field(
         default_factory=dict, repr=False, compare=False
     )
+    _room_slots: dict[int, tuple[int, ...]] | None = field(default=None, repr=False, compare=False)
 
     @staticmethod
     def from_task(task: NamoTask, horizon: int = 200, gamma: float = 1.0) -> NamoMDP:
@@ -473,6 +480,145 @@ class NamoMDP(FactoredMDP):
         return [
             [(f"box_r{room}_{k}",) for k in range(SLOTS_PER_ROOM)] for room in self.layout.box_rooms
         ]
+
+    def csi_footprint(self, state: State, action: Action) -> frozenset[int] | None:
+        """The state variables one step from (``state``, ``action``) can feel, for
+        ``csi.local_probes`` (:class:`camp_planner.core.csi.LocalDynamics`): the robot's
+        pose, room and hand, the held box and the box to pick, and every box slot whose room
+        (where its probe values lie) or whose box comes within ``FOOTPRINT_MARGIN`` of the
+        floor points the step uses: the base's start and, for a move, the straight segment
+        to its target (a place's target lies within reach, as does a pick's box). Any other
+        box neither blocks the base or what it carries, nor the box picked or placed, and
+        its slot's value is copied to the successor unchanged, so changing it changes the
+        successor in that slot only."""
+        fixed = frozenset(range(N_FIXED))
+        op, target, obj = action
+        if op == NONE or self.is_terminal(state):
+            return fixed  # the successor is the state itself
+        pose = state[0]
+        assert isinstance(pose, tuple)
+        xs, ys = [float(pose[0])], [float(pose[1])]
+        if isinstance(target, tuple) and len(target) >= 2:
+            xs.append(float(target[0]))
+            ys.append(float(target[1]))
+        m = FOOTPRINT_MARGIN
+        x0, x1, y0, y1 = min(xs) - m, max(xs) + m, min(ys) - m, max(ys) + m
+        felt = set(fixed)
+        for name in (state[2], obj):
+            if name in self.layout.slot_index:
+                felt.add(self.layout.slot_index[str(name)])
+        size, grid = self._task.settings.room_size, self._task.settings.grid
+        c0, c1 = max(int(x0 // size), 0), min(int(x1 // size), grid - 1)
+        r0, r1 = max(int(y0 // size), 0), min(int(y1 // size), grid - 1)
+        by_room = self._slots_by_room()
+        for row in range(r0, r1 + 1):
+            for col in range(c0, c1 + 1):
+                felt.update(by_room.get(row * grid + col, ()))
+        # A box standing outside its own room (placed there) is felt where it stands.
+        for i in range(N_FIXED, len(state)):
+            v = state[i]
+            if isinstance(v, tuple) and i not in felt:
+                bx, by = float(v[0]), float(v[1])
+                if x0 <= bx <= x1 and y0 <= by <= y1:
+                    felt.add(i)
+        return frozenset(felt)
+
+    def sample_state_action_where(
+        self, index: int, value: Hashable, rng: random.Random
+    ) -> tuple[State, Action] | None:
+        """A draw of :meth:`sample_state_action` with the robot in room ``value`` (``index``
+        1, ``robot_room``; for ``csi.shared_terms``), or None when this draw missed. As
+        there, the sample is built around a box B the robot faces from 0.45-1.0 m away, but
+        B is drawn among the boxes within 1.0 m of the room (no other box can put the robot
+        in it), and a draw that puts the robot elsewhere or not free is a miss: the
+        sampler's distribution given the room, without the draws a 10×10 world's rejection
+        sampling wastes (99 in 100, each moving a quarter of the boxes)."""
+        if index != 1 or not isinstance(value, int):
+            return None
+        if not 0 <= value < self._task.settings.n_rooms:
+            return None
+        x0, y0, x1, y1 = self._task.room_rect(value)
+        state = self.sample_state(rng)
+        near = []
+        for name, i in self.layout.slot_index.items():
+            v = state[i]
+            if isinstance(v, tuple):
+                bx, by = float(v[0]), float(v[1])
+                dx = max(x0 - bx, 0.0, bx - x1)
+                dy = max(y0 - by, 0.0, by - y1)
+                if dx * dx + dy * dy <= 1.0:
+                    near.append((name, bx, by))
+        if not near:
+            return None
+        name, bx, by = rng.choice(near)
+        heading = rng.uniform(-math.pi, math.pi)
+        roll = rng.random()
+        d = rng.uniform(0.45, 0.55) if roll < 0.35 else rng.uniform(0.5, 1.0)
+        pose = (bx - d * math.cos(heading), by - d * math.sin(heading), heading)
+        state = self.assign_state(state, 0, pose)
+        if state[1] != value:
+            return None
+        if roll < 0.35:
+            action: Action = ("pick", None, name)
+        else:
+            if roll < 0.6:
+                others = [
+                    n
+                    for n, i in self.layout.slot_index.items()
+                    if n != name and isinstance(state[i], tuple)
+                ]
+                if others:
+                    state = self.assign_state(state, 2, rng.choice(others))
+            beyond = d + rng.uniform(0.4, 1.2)
+            target = (
+                bx - d * math.cos(heading) + beyond * math.cos(heading),
+                by - d * math.sin(heading) + beyond * math.sin(heading),
+                rng.uniform(-math.pi, math.pi),
+            )
+            action = ("move", round_pose(target), NONE)
+        placed = state[0]
+        assert isinstance(placed, tuple)
+        if not self.sync(state).is_free(placed):
+            return None
+        return state, action
+
+    def _slots_by_room(self) -> dict[int, tuple[int, ...]]:
+        found = self._room_slots
+        if found is None:
+            rooms: dict[int, list[int]] = {}
+            for name, i in self.layout.slot_index.items():
+                rooms.setdefault(int(name.split("_")[1][1:]), []).append(i)
+            found = self._room_slots = {r: tuple(v) for r, v in rooms.items()}
+        return found
+
+    def csi_context_groups(self, context: Context) -> Sequence[Sequence[tuple[str, ...]]]:
+        """Under a room context (a disjunction over ``robot_room``), for ``csi.context_ties``:
+        the box slots of the allowed rooms, and those of the rooms next to them (sharing a
+        wall, where a door may join them in any task), each a class. A box's role under the
+        context is how its room relates to the allowed ones: inside, the robot drives among
+        the boxes; next door, the robot's body or the box it carries can reach a box
+        through a doorway; farther away, never (``csi_footprint``)."""
+        if context.kind != "disjunction" or {t.variable for t in context.terms} != {"robot_room"}:
+            return []
+        grid = self._task.settings.grid
+        allowed = {t.value for t in context.terms}
+        by_room = self._slots_by_room()
+        names = self.layout.slot_names
+        inside = [r for r in sorted(by_room) if r in allowed]
+        beside = []
+        for r in sorted(by_room):
+            if r in allowed:
+                continue
+            row, col = divmod(r, grid)
+            around = [(row - 1, col), (row + 1, col), (row, col - 1), (row, col + 1)]
+            if any(0 <= a < grid and 0 <= b < grid and a * grid + b in allowed for a, b in around):
+                beside.append(r)
+        groups = []
+        for rooms in (inside, beside):
+            slots = [(names[i - N_FIXED],) for r in rooms for i in by_room[r]]
+            if len(slots) > 1:
+                groups.append(slots)
+        return groups
 
     def describe_action(self, action: Action) -> str:
         op, target, obj = action
