@@ -170,3 +170,18 @@ def test_the_gate_commits_to_a_context_whose_gain_clearly_beats_its_noise(
     # A bundle trained before the gate keeps the selector's choice, and says why.
     old = CampMethod(_always(pipe, rooms, None)).run(pipe, "bfs_replan", pipe.task("test", 0), 0)
     assert old.first == rooms and old.gate is not None and "no gain table" in old.gate.reason
+
+
+def test_the_universal_context_plans_in_the_tasks_own_mdp(tmp_path: Path) -> None:
+    """The universal CAMP keeping every variable is the task itself: no CAMP mapping to pay."""
+    pipe = _pipe(tmp_path)
+    rooms = Context("disjunction", tuple(Term("agent_room", r) for r in range(9)))
+    method = CampMethod(_always(pipe, rooms, None))
+    mdp = pipe.domain.make_mdp(pipe.task("test", 0), pipe.config)
+    universal = Context.universal()
+    assert method.planned_in(pipe, universal, method.build(pipe, mdp, universal)) is None
+    camp = method.build(pipe, mdp, rooms)
+    assert method.planned_in(pipe, rooms, camp) is camp
+    # Where the domain learns the universal context's relevance, its CAMP drops variables.
+    pipe.config["camp"]["universal_relevance"] = "learned"
+    assert method.planned_in(pipe, universal, camp) is camp

@@ -141,9 +141,9 @@ def seed_cache(
         # What a score records (2: the planners' count of their work, ``work_s``): an eval
         # cached before a field was recorded would report it missing.
         "score_format": 2,
-        # What the CAMP method does (2: the do-no-harm gate, learning/gate.py): an eval
-        # cached before the gate holds the ungated method's scores under "camp".
-        "camp_method": 2,
+        # What the CAMP method does (2: the do-no-harm gate, learning/gate.py; 3: the
+        # universal context keeping every variable plans in the task's own MDP).
+        "camp_method": 3,
         # The baselines' own versions: a fix to Stilman's algorithm reruns the eval.
         "planners": {
             name: planner_version(name)

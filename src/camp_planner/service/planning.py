@@ -266,9 +266,14 @@ class CampService:
                 construction += spent
                 say("planning")
                 planner = make_planner(self.planner, seed=seed, **settings)
+                plan_in = (
+                    self.method.planned_in(self.pipe, context, camp)
+                    if self.method is not None
+                    else camp
+                )
                 yield Attempt(
                     context.id,
-                    camp,
+                    plan_in,
                     planner,
                     spent + (selection if i == 0 else 0.0),
                     # A context whose plan cannot finish in the horizon hands over to the
