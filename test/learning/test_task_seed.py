@@ -164,8 +164,7 @@ def test_the_pddl_domain_refuses_a_task_seed_before_any_training(
 ) -> None:
     problems = Path(__file__).resolve().parents[2] / "examples"
     domain_file = next(problems.rglob("domain.pddl"), None)
-    if domain_file is None:
-        pytest.skip("no example PDDL domain")
+    assert domain_file is not None, "the repository's example PDDL domains are missing"
     problem = next(p for p in domain_file.parent.glob("*.pddl") if p != domain_file)
     argv = ["eval", "--artifacts", str(tmp_path), "--pddl-domain", str(domain_file)]
     argv += ["--pddl-problems", str(problem), "--task-seed", "3", "--workers", "1"]

@@ -332,8 +332,7 @@ def test_the_shipped_selector_plans_a_fresh_task(
 ) -> None:
     from camp_planner.learning.bundle import shipped_bundle
 
-    if shipped_bundle("namo", "tamp") is None:
-        pytest.skip("no shipped NAMO selector bundle")
+    assert shipped_bundle("namo", "tamp") is not None, "the package ships a NAMO bundle"
     bench = load_script("bench_namo")
     out = tmp_path / "bench.json"
     argv = ["--context", "selector", "--task-seed", "1000", "--tasks", "1", "--timeout", "10",
