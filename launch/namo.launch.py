@@ -3,9 +3,11 @@
     ros2 launch camp_planner namo.launch.py
     ros2 launch camp_planner namo.launch.py params_file:=/path/to/namo_params.yaml
     ros2 launch camp_planner namo.launch.py rviz:=true   # also RViz2 with config/ros/namo.rviz
+    ros2 launch camp_planner namo.launch.py world:=grid10   # 10×10 rooms (config/namo/grid10.yaml)
 
 Without the launch system (e.g. ROS 2 from PyPI wheels), `camp bringup namo --processes
---params config/ros/namo_params.yaml` starts the same executables with the same file.
+--params config/ros/namo_params.yaml [--world grid10]` starts the same executables with the same
+file and override.
 """
 
 from __future__ import annotations
@@ -13,37 +15,52 @@ from __future__ import annotations
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition
+from launch.launch_context import LaunchContext
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 
 from launch import LaunchDescription
 
 NODES = ("tamp_server", "camp_planner", "namo_sim")
 
 
+def _nodes(context: LaunchContext) -> list[Node]:
+    """The nodes, with ``world`` over the parameter file only when the argument is given: an
+    empty override would hide a ``world`` the file sets."""
+    world = LaunchConfiguration("world").perform(context)
+    overrides = [{"world": ParameterValue(world, value_type=str)}] if world else []
+    return [
+        Node(
+            package="camp_planner",
+            executable=name,
+            name=name,
+            parameters=[LaunchConfiguration("params_file"), *overrides],
+            output="screen",
+            emulate_tty=True,
+        )
+        for name in NODES
+    ]
+
+
 def generate_launch_description() -> LaunchDescription:
     share = get_package_share_directory("camp_planner")
-    params = LaunchConfiguration("params_file")
     actions = [
         DeclareLaunchArgument(
             "params_file",
             default_value=os.path.join(share, "config", "ros", "namo_params.yaml"),
             description="ROS 2 parameter file with a ros__parameters block per node",
-        )
+        ),
+        DeclareLaunchArgument(
+            "world",
+            default_value="",
+            description="the world of every node (grid10: 10×10 rooms, config/namo/grid10.yaml "
+            "and its shipped selector); empty: the parameter file's, else the paper's 3×3",
+        ),
+        OpaqueFunction(function=_nodes),
     ]
-    for name in NODES:
-        actions.append(
-            Node(
-                package="camp_planner",
-                executable=name,
-                name=name,
-                parameters=[params],
-                output="screen",
-                emulate_tty=True,
-            )
-        )
     actions.append(
         DeclareLaunchArgument(
             "rviz",

@@ -238,9 +238,11 @@ def selector_method(
     from camp_planner.learning.bundle import shipped_bundle
     from camp_planner.learning.methods import bundled_camp_method
 
-    path = bundle if bundle is not None else shipped_bundle("namo", "tamp")
+    world = pipe.domain.world_name(pipe.config)
+    path = bundle if bundle is not None else shipped_bundle("namo", "tamp", world)
     if path is None:
-        raise CampError("the package ships no NAMO selector bundle: give one with --bundle")
+        where = f" for the {world} world" if world else ""
+        raise CampError(f"the package ships no NAMO selector bundle{where}: give one with --bundle")
     own = copy.copy(pipe)
     own.config = copy.deepcopy(pipe.config)
     method = bundled_camp_method(own, "tamp", path, overrides, timeout_s)

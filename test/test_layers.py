@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "service": 5,
     "ros": 6,
     "cli": 6,
+    "csi_command": 6,
 }
 
 MAX_MODULE_LINES = 800

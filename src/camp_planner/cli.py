@@ -11,15 +11,14 @@ import json
 import os
 import sys
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from camp_planner.config import load_config
 from camp_planner.core.context import Context
-from camp_planner.core.csi import CSIResult
 from camp_planner.core.errors import CampError
-from camp_planner.core.relevance import relevance_chains_from_csis, relevant_from_csis
+from camp_planner.csi_command import csi_command
 from camp_planner.domains import domain_names, get_domain
 from camp_planner.domains.base import RenderPanel
 from camp_planner.learning import ALL_METHODS, METHOD_NAMES
@@ -233,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         handler = {
             "contexts": _contexts,
-            "csi": _csi,
+            "csi": lambda a: csi_command(a, _pipeline(a)),
             "plan": _plan,
             "train": _train,
             "select": _select,
@@ -306,94 +305,6 @@ def _contexts(args: argparse.Namespace) -> int:
     return 0
 
 
-def _csi(args: argparse.Namespace) -> int:
-    pipe = _pipeline(args)
-    if args.all:
-        contexts: list[Context] = list(pipe.space)
-    elif args.context:
-        contexts = [pipe.space.resolve(ref) for ref in args.context]
-    else:
-        raise CampError("say which contexts: --context REF (repeatable) or --all")
-    reward_vars = pipe.store.training_mdps()[0].reward_vars
-    why = list(args.why or [])
-    records = []
-    bar = progress_bar(len(contexts), "learning CSIs", leave=False)
-    for ctx in contexts:
-        result = pipe.store.get(ctx)
-        # As the pipeline builds CAMPs: the universal context keeps every variable.
-        relevant = (
-            relevant_from_csis(result, reward_vars)
-            if pipe.needs_csis(ctx)
-            else frozenset(result.variables)
-        )
-        dropped = [v for v in result.variables if v not in relevant]
-        records.append((ctx, result, relevant, dropped))
-        bar.update(1)
-    bar.close()
-    unknown = sorted({v for v in why for _, r, _, _ in records if v not in r.variables})
-    if unknown:
-        names = records[0][1].variables if records else []
-        raise CampError(
-            f"--why: no state variable {', '.join(unknown)}; the variables are: {', '.join(names)}"
-        )
-    explained = {c.id: _why(pipe, c, r, reward_vars, why) for c, r, _, _ in records if why}
-    if args.json:
-        out = [
-            {
-                **r.to_json(),
-                "name": c.name,
-                "relevant_variables": sorted(rel),
-                "dropped_variables": dropped,
-                **({"why": explained[c.id]} if why else {}),
-            }
-            for c, r, rel, dropped in records
-        ]
-        print(json.dumps(out, indent=1, default=str))
-        return 0
-    print(f"CSIs cached in {pipe.store.path}")
-    for c, r, rel, dropped in records:
-        print(
-            f"  {c.id:<10} {c.name:<34} dependencies {len(r.dependencies):4d}  "
-            f"relevant {len(rel):3d}  dropped {len(dropped):3d}  ({r.seconds:.2f} s)"
-        )
-        for var, answer in explained.get(c.id, {}).items():
-            print(f"      {var}: {answer['reason']}")
-    return 0
-
-
-def _why(
-    pipe: Pipeline,
-    context: Context,
-    csis: CSIResult,
-    reward_vars: Collection[str],
-    variables: Sequence[str],
-) -> dict[str, dict[str, Any]]:
-    """Per variable: whether the CAMP of ``context`` keeps it, and the chain of learned
-    dependencies that makes it matter (each variable in it influences the next)."""
-    if not pipe.needs_csis(context):
-        reason = "kept: the universal context keeps every variable"
-        return {v: {"relevant": True, "chain": None, "reason": reason} for v in variables}
-    chains = relevance_chains_from_csis(csis, reward_vars)
-    out: dict[str, dict[str, Any]] = {}
-    for v in variables:
-        chain = chains.get(v)
-        if chain is None:
-            reason = (
-                "dropped: no learned dependency leads from it to the reward "
-                f"({', '.join(sorted(reward_vars))}) or to the context's variables"
-            )
-        else:
-            root = chain[-1]
-            kind = "a reward variable" if root in reward_vars else "a context variable"
-            reason = f"kept: {' → '.join(chain)} ({root} is {kind})"
-        out[v] = {
-            "relevant": chain is not None,
-            "chain": list(chain or ()) or None,
-            "reason": reason,
-        }
-    return out
-
-
 def _plan(args: argparse.Namespace) -> int:
     pipe = _pipeline(args)
     task = pipe.task(args.split, args.task)
@@ -464,7 +375,7 @@ def _plan_bundle(args: argparse.Namespace, pipe: Any) -> Path | None:
     trained = trained_bundle(args.artifacts, pipe.domain.name, args.planner, args.seed, pipe.config)
     if trained.is_file():
         return Path(trained)
-    return shipped_bundle(pipe.domain.name, args.planner)
+    return shipped_bundle(pipe.domain.name, args.planner, pipe.domain.world_name(pipe.config))
 
 
 def _plan_selected(
@@ -651,13 +562,15 @@ def _select(args: argparse.Namespace) -> int:
     latency = time.perf_counter() - t0
     rows: list[dict[str, Any]] = []
     for context, prob in ranked[: max(1, args.top)]:
-        camp = method.build(pipe, mdp, context)
+        camp = method.build(pipe, mdp, context, task)
         rows.append(
             {
                 "id": context.id,
                 "name": context.name,
                 "probability": round(prob, 4),
                 "dropped_variables": list(camp.dropped_variables),
+                # A template's instance on this task (the context itself otherwise).
+                "instance": camp.context.name if camp.context is not None else context.name,
             }
         )
     if args.json:
@@ -676,6 +589,8 @@ def _select(args: argparse.Namespace) -> int:
             f"  p={r['probability']:.3f}  {r['id']:<10} {r['name']:<34} "
             f"drops {len(r['dropped_variables'])} variables"
         )
+        if r["instance"] != r["name"]:
+            print(f"      here: {r['instance']}")
     if screened:
         print(f"  ({len(screened)} contexts screened out: their rooms cannot join start and goal)")
     if decision.committed:
@@ -698,7 +613,8 @@ def _eval(args: argparse.Namespace) -> int:
         pipe.config = with_test_seed(pipe.config, args.task_seed)
     bundle = None
     if args.bundle is not None:
-        bundle = bundle_path(args.bundle, pipe.domain.name, args.planner)
+        world = pipe.domain.world_name(pipe.config)
+        bundle = bundle_path(args.bundle, pipe.domain.name, args.planner, world)
     out = args.out or args.artifacts / "eval" / f"{pipe.domain.name}-{args.planner}"
     command = "camp " + " ".join(sys.argv[1:]) if sys.argv[1:] else "camp eval"
     methods = args.methods or [*METHOD_NAMES, *pipe.domain.baselines]
@@ -768,7 +684,7 @@ def _demo(args: argparse.Namespace) -> int:
     for c, r in scored[:3]:
         print(f"    {c.name:<34} objective {r.objective:8.2f}  return {r.discounted_return:6.2f}")
     mdp = pipe.domain.make_mdp(task, pipe.config)
-    camp_best = pipe.build_camp(mdp, best_ctx)
+    camp_best = pipe.build_camp(mdp, best_ctx, task=task)
     print(f"[demo] best context: {best_ctx.name} ({best_ctx.id})")
     print(f"[demo] dropped {len(camp_best.dropped_variables)} of {len(mdp.variables)} variables")
     for label, r in (("best context", best), ("universal", universal)):

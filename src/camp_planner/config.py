@@ -44,6 +44,10 @@ OPTIONAL: dict[str, Any] = {
     "camp.gate": {"enabled": True, "confidence": 0.9, "margin": 0.0, "min_tasks": 5},
     # CSI learning at building scale (core/csi.py; on in config/namo/grid5.yaml and
     # grid10.yaml). Optional, so that the default configurations' cache keys stay.
+    # Template contexts (core/context.py; on in config/namo/grid10.yaml): the space is the
+    # universal context and these, and the generated space becomes the basis whose CSIs
+    # role relevance summarises (core/role_relevance.py).
+    "contexts.templates": [],
     "csi.local_probes": False,
     "csi.shared_terms": False,
     "csi.context_ties": False,

@@ -29,6 +29,7 @@ from camp_planner.core.errors import CampError
 from camp_planner.core.mdp import FactoredMDP
 from camp_planner.core.objective import EpisodeResult, run_episode
 from camp_planner.core.relevance import relevant_from_csis
+from camp_planner.core.role_relevance import RoleRelevance
 from camp_planner.domains import get_domain
 from camp_planner.domains.base import Domain
 from camp_planner.learning.executor import make_executor
@@ -164,13 +165,19 @@ def _learn_in_worker(context: Context) -> dict[str, Any]:
 
 @dataclass
 class Pipeline:
-    """A domain with its configuration, context space and CSI cache."""
+    """A domain with its configuration, context space and CSI cache.
+
+    With ``contexts.templates`` the space is the universal context and those templates, and
+    the generated space is the ``basis``: the contexts whose learned CSIs, summarised by role
+    (:class:`RoleRelevance`), give each template's instance its relevant variables."""
 
     domain: Domain
     config: dict[str, Any]
     space: ContextSpace
     store: CSIStore
+    basis: ContextSpace | None = None
     _tasks: dict[tuple[str, str], Sequence[Any]] = field(default_factory=dict, repr=False)
+    _roles: RoleRelevance | None = field(default=None, repr=False)
 
     @staticmethod
     def create(domain_name: str, config_path: Path | None, artifacts: Path) -> Pipeline:
@@ -186,9 +193,21 @@ class Pipeline:
         if not tasks:
             raise CampError("the configuration asks for zero training tasks")
         probe = domain.make_mdp(tasks[0], config)
-        spec = ContextSpaceSpec.from_mapping(config["contexts"])
-        space = generate_context_space(probe, spec)
-        return Pipeline(domain, config, space, CSIStore(domain, config, artifacts))
+        settings = dict(config["contexts"])
+        templates = list(settings.pop("templates", None) or [])
+        space = generate_context_space(probe, ContextSpaceSpec.from_mapping(settings))
+        store = CSIStore(domain, config, artifacts)
+        if not templates:
+            return Pipeline(domain, config, space, store)
+        known = domain.context_templates()
+        unknown = [t for t in templates if t not in known]
+        if unknown or len(set(templates)) != len(templates):
+            raise CampError(
+                f"contexts.templates must name distinct templates of {domain.name} "
+                f"({', '.join(known) or 'it has none'}), got {templates}"
+            )
+        chosen = ContextSpace((Context.universal(), *map(Context.template, templates)))
+        return Pipeline(domain, config, chosen, store, basis=space)
 
     def tasks(self, split: str) -> Sequence[Any]:
         key = (split, json.dumps(self.config["tasks"], sort_keys=True))
@@ -213,7 +232,9 @@ class Pipeline:
         cache lacks, in up to ``workers`` processes, with a progress bar named ``label``
         (``None``: silent). This is offline work: call it before timing anything. Returns how
         many contexts were learned."""
-        wanted = self.space if contexts is None else dict.fromkeys(contexts)
+        wanted = list(self.space if contexts is None else dict.fromkeys(contexts))
+        if self.basis is not None and any(c.is_template for c in wanted):
+            wanted = [c for c in wanted if not c.is_template] + list(self.basis)
         missing = [c for c in wanted if self.needs_csis(c) and self.store.cached(c) is None]
         if not missing:
             return 0
@@ -232,12 +253,34 @@ class Pipeline:
             return True
         return bool(self.config["camp"].get("universal_relevance", "all") == "learned")
 
+    def role_relevance(self) -> RoleRelevance:
+        """The basis's CSIs summarised by role (learned first if the cache lacks them)."""
+        if self.basis is None:
+            raise CampError("role relevance is for a space of context templates")
+        if self._roles is None:
+            self.learn_csis(list(self.basis), label="learning the CSIs of the templates' basis")
+            probe = self.domain.make_mdp(self.tasks("train")[0], self.config)
+            results = [self.store.get(c) for c in self.basis if not c.is_universal]
+            self._roles = RoleRelevance.learn(probe, results)
+        return self._roles
+
     def relevant(self, mdp: FactoredMDP, context: Context) -> frozenset[str]:
+        """The relevant variables of a concrete ``context``: from its own CSIs, or, for the
+        instance of a template (a space with a basis), by role."""
         if not self.needs_csis(context):
             return frozenset(v.name for v in mdp.variables)
+        if self.basis is not None:
+            return self.role_relevance().relevant(mdp, context)
         return relevant_from_csis(self.store.get(context), mdp.reward_vars)
 
-    def build_camp(self, mdp: FactoredMDP, context: Context, ablation: bool = False) -> CAMP:
+    def build_camp(
+        self, mdp: FactoredMDP, context: Context, ablation: bool = False, task: Any = None
+    ) -> CAMP:
+        """The CAMP of ``context`` on ``mdp``; a template is instantiated on ``task`` first."""
+        if context.is_template:
+            if task is None:
+                raise CampError(f"{context.name} needs the task to instantiate it on")
+            context = self.domain.instantiate(context, task)
         relevant = None if ablation else self.relevant(mdp, context)
         return CAMP.build(mdp, context, relevant, float(self.config["camp"]["sink_reward"]))
 
@@ -267,10 +310,14 @@ class Pipeline:
         ``overrides`` replace planner settings of the configuration for this run."""
         settings = {**self.planner_settings(planner), **(overrides or {})}
         mdp = self.domain.make_mdp(task, self.config)
-        if context is not None and self.store.cached(context) is None and not ablation:
-            self.store.get(context)  # learning CSIs is offline work, not charged to the task
+        # Learning CSIs is offline work, not charged to the task.
+        if context is not None and not ablation and self.needs_csis(context):
+            if self.basis is not None:
+                self.role_relevance()
+            elif self.store.cached(context) is None:
+                self.store.get(context)
         t0 = time.perf_counter()
-        camp = self.build_camp(mdp, context, ablation) if context is not None else None
+        camp = self.build_camp(mdp, context, ablation, task) if context is not None else None
         setup = time.perf_counter() - t0
         try:
             solver = make_planner(planner, seed=seed, **settings)

@@ -71,3 +71,28 @@ def test_malformed_contexts_are_clear_errors(bad: dict) -> None:
 def test_unknown_variable_is_reported_when_compiled() -> None:
     with pytest.raises(CampError, match="unknown variable"):
         Context("single", (Term("weather", "rain"),)).compile(_mdp())
+
+
+def test_a_template_names_a_rule_and_constrains_nothing_until_instantiated() -> None:
+    mdp = _mdp()
+    route = Context.template("lightest_route")
+    assert route.is_template and route.template_name == "lightest_route"
+    assert route.name == "template lightest_route" and not route.is_universal
+    assert Context.from_json(json.loads(route.canonical_json())) == route
+    assert route.id != Context.template("shortest_route").id
+    s0 = mdp.initial_state()
+    a = mdp.applicable_actions(s0)[0]
+    with pytest.raises(CampError, match="until the domain instantiates it"):
+        route.contains(mdp, s0, a)
+    with pytest.raises(CampError, match="until the domain instantiates it"):
+        route.violations(mdp, s0, a)
+    with pytest.raises(CampError, match="exactly one term template=<name>"):
+        Context("template", (Term("agent_room", 0),))
+    with pytest.raises(CampError, match="not a template"):
+        _ = Context.universal().template_name
+    # A domain without templates refuses to instantiate one, and keeps any other context.
+    d = GridworldDomain()
+    task = d.make_tasks(d.default_config(), "train")[0]
+    assert d.instantiate(Context.universal(), task) == Context.universal()
+    with pytest.raises(CampError, match="has no context templates"):
+        d.instantiate(route, task)

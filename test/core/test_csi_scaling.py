@@ -5,7 +5,7 @@ learning on a synthetic world of rooms whose steps are local."""
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 
 import pytest
 
@@ -18,8 +18,10 @@ from camp_planner.core.csi import (
     TermSampler,
     learn_csis,
 )
+from camp_planner.core.errors import CampError
 from camp_planner.core.mdp import Action, FactoredMDP, Outcome, State, Variable
 from camp_planner.core.relevance import relevant_from_csis
+from camp_planner.core.role_relevance import RoleRelevance
 
 CELLS = 12  # a corridor of cells, two per room: room = cell // 2
 ROOMS = CELLS // 2
@@ -239,11 +241,11 @@ def test_other_contexts_are_learned_directly_under_shared_terms() -> None:
 class _SymmetricRooms(_LocalRooms):
     """The world, naming the boxes of the cells just outside a room context as one class."""
 
-    def csi_context_groups(self, context: Context) -> Sequence[Sequence[tuple[str, ...]]]:
+    def csi_context_roles(self, context: Context) -> Mapping[str, Sequence[tuple[str, ...]]]:
         allowed = {t.value for t in context.terms if t.variable == "room"}
         cells = {c for c in range(CELLS) if c // 2 in allowed}
         beside = sorted({c + d for c in cells for d in (-1, 1)} - cells)
-        return [[(f"box{c}",) for c in beside if 0 <= c < CELLS]]
+        return {"beside": [(f"box{c}",) for c in beside if 0 <= c < CELLS]}
 
 
 def test_context_ties_share_evidence_within_the_domains_classes() -> None:
@@ -270,3 +272,56 @@ def test_context_ties_share_evidence_within_the_domains_classes() -> None:
         learn_csis([_LocalRooms()], ctx, tied_cfg).dependencies
         == learn_csis([_LocalRooms()], ctx, base).dependencies
     )
+
+
+class _RoleRooms(_LocalRooms):
+    """The world, naming the boxes of a room context's cells (``inside``) and of the cells
+    just outside them (``beside``)."""
+
+    def csi_context_roles(self, context: Context) -> Mapping[str, Sequence[tuple[str, ...]]]:
+        allowed = {t.value for t in context.terms if t.variable == "room"}
+        if not allowed:
+            return {}
+        cells = {c for c in range(CELLS) if c // 2 in allowed}
+        beside = sorted({c + d for c in cells for d in (-1, 1)} - cells)
+        return {
+            "inside": [(f"box{c}",) for c in sorted(cells)],
+            "beside": [(f"box{c}",) for c in beside if 0 <= c < CELLS],
+        }
+
+
+def test_role_relevance_keeps_what_direct_learning_keeps_for_a_context_outside_its_basis() -> None:
+    mdp = _RoleRooms()
+    cfg = CSIConfig(**{**SATURATED, "local_probes": True, "context_ties": True})
+    roles = RoleRelevance.learn(mdp, [learn_csis([mdp], c, cfg) for c in CONTEXTS])
+    assert roles.basis == len(CONTEXTS) and ("inside", 0) in roles.roles
+    # The reward variable and the action; ``room`` is the context's own, kept anyway.
+    assert roles.free == {"pos", "go"}
+    for new in (_rooms(3, 4), _rooms(0, 5), _rooms(4)):
+        assert new not in CONTEXTS
+        direct = relevant_from_csis(learn_csis([mdp], new, CSIConfig(**SATURATED)), mdp.reward_vars)
+        kept = roles.relevant(mdp, new)
+        assert direct <= kept, (new.name, sorted(direct - kept))
+        # Nothing beyond the cells next to the allowed ones: a box farther away never matters.
+        cells = {c for c in range(CELLS) if c // 2 in new.allowed("room")}
+        near = {f"box{c + d}" for c in cells for d in (-1, 0, 1)}
+        assert {v for v in kept if v.startswith("box")} <= near
+    assert RoleRelevance.from_json(roles.to_json()) == roles
+
+
+def test_role_relevance_refuses_contexts_outside_the_family() -> None:
+    mdp = _RoleRooms()
+    with pytest.raises(CampError, match="at least one basis context"):
+        RoleRelevance.learn(mdp, [])
+    roles = RoleRelevance.learn(mdp, [learn_csis([mdp], CONTEXTS[0], CSIConfig(**SATURATED))])
+    with pytest.raises(CampError, match="gives no variable a role"):
+        roles.relevant(mdp, SINGLE_BOX)
+    with pytest.raises(CampError, match="not of the family"):
+        RoleRelevance.learn(mdp, [learn_csis([mdp], SINGLE_BOX, CSIConfig(**SATURATED))])
+    with pytest.raises(CampError, match="names no roles"):
+        RoleRelevance.learn(_LocalRooms(), [learn_csis([mdp], CONTEXTS[0], CSIConfig(**SATURATED))])
+    with pytest.raises(CampError, match="malformed role relevance"):
+        RoleRelevance.from_json({"roles": [["inside"]], "free": [], "basis": 1})
+
+
+SINGLE_BOX = Context("single", (Term("box3", 0),))

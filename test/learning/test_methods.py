@@ -179,8 +179,9 @@ def test_the_universal_context_plans_in_the_tasks_own_mdp(tmp_path: Path) -> Non
     method = CampMethod(_always(pipe, rooms, None))
     mdp = pipe.domain.make_mdp(pipe.task("test", 0), pipe.config)
     universal = Context.universal()
-    assert method.planned_in(pipe, universal, method.build(pipe, mdp, universal)) is None
-    camp = method.build(pipe, mdp, rooms)
+    task = pipe.task("test", 0)
+    assert method.planned_in(pipe, universal, method.build(pipe, mdp, universal, task)) is None
+    camp = method.build(pipe, mdp, rooms, task)
     assert method.planned_in(pipe, rooms, camp) is camp
     # Where the domain learns the universal context's relevance, its CAMP drops variables.
     pipe.config["camp"]["universal_relevance"] = "learned"

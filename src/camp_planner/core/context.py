@@ -13,7 +13,13 @@ A context is one of five kinds:
   ``bin ∈ {none,2,5} ∧ grasp ∈ {none,top}`` holds for (bin=5, grasp=none) and not for
   (bin=3, grasp=none). It constrains at least two variables and allows more than one value
   for at least one of them: with one variable it would be a disjunction, with one value per
-  variable a conjunction, and refusing those keeps one kind (and one id) per meaning.
+  variable a conjunction, and refusing those keeps one kind (and one id) per meaning;
+* ``template``: a rule the domain turns into a concrete context per task
+  (:meth:`camp_planner.domains.base.Domain.instantiate`), e.g. NAMO's "the rooms of the
+  doorway route through the fewest boxes". Its one term names it (``template=lightest_route``).
+  Where rooms and doors are drawn per task, fixed room sets rarely join start and goal in a
+  large world; a template always does, and the selector picks among templates as among
+  contexts. It constrains nothing until instantiated: its membership test is an error.
 
 Contexts are immutable, hashable, serialisable, and carry a stable id derived from their
 canonical form (kind and sorted terms), so ids survive reordering of a context space and
@@ -32,8 +38,18 @@ from typing import Any, Literal
 from camp_planner.core.errors import CampError
 from camp_planner.core.mdp import Action, FactoredMDP, State, freeze
 
-ContextKind = Literal["universal", "single", "conjunction", "disjunction", "set_conjunction"]
-_KINDS: tuple[str, ...] = ("universal", "single", "conjunction", "disjunction", "set_conjunction")
+ContextKind = Literal[
+    "universal", "single", "conjunction", "disjunction", "set_conjunction", "template"
+]
+_KINDS: tuple[str, ...] = (
+    "universal",
+    "single",
+    "conjunction",
+    "disjunction",
+    "set_conjunction",
+    "template",
+)
+TEMPLATE_VARIABLE = "template"
 
 
 @dataclass(frozen=True, order=True)
@@ -63,6 +79,10 @@ class Context:
             raise CampError("a single-term context has exactly one term")
         if self.kind in ("conjunction", "disjunction") and len(self.terms) < 1:
             raise CampError(f"a {self.kind} needs at least one term")
+        if self.kind == "template" and (
+            len(self.terms) != 1 or self.terms[0].variable != TEMPLATE_VARIABLE
+        ):
+            raise CampError(f"a template context has exactly one term {TEMPLATE_VARIABLE}=<name>")
         if self.kind == "conjunction" and len({t.variable for t in self.terms}) != len(self.terms):
             raise CampError("a conjunction constrains each variable at most once")
         canonical = tuple(sorted(set(self.terms), key=_term_sort_key))
@@ -84,9 +104,25 @@ class Context:
     def universal() -> Context:
         return Context("universal")
 
+    @staticmethod
+    def template(name: str) -> Context:
+        """The template context ``name`` (a rule of the domain's, instantiated per task)."""
+        return Context("template", (Term(TEMPLATE_VARIABLE, name),))
+
     @property
     def is_universal(self) -> bool:
         return self.kind == "universal"
+
+    @property
+    def is_template(self) -> bool:
+        return self.kind == "template"
+
+    @property
+    def template_name(self) -> str:
+        """The name of a template context (a CampError for any other kind)."""
+        if not self.is_template:
+            raise CampError(f"context {self.name} is not a template")
+        return str(self.terms[0].value)
 
     # Both are cached (like ``id``): screening asks them of every context of the space on
     # every /select_context call, and recomputing them was a third of its cost.
@@ -117,6 +153,8 @@ class Context:
         (by ``repr``, so strings before numbers). ``ContextSpace.resolve`` accepts it back."""
         if self.is_universal:
             return "universal"
+        if self.is_template:
+            return f"template {self.terms[0].value}"
         if self.kind in ("disjunction", "set_conjunction"):
             groups = self.allowed_values()
             joiner = " ∨ " if self.kind == "disjunction" else " ∧ "
@@ -156,6 +194,8 @@ class Context:
         conjunction it is the variable's set). The CAMP sends (s, a) outside to the sink."""
         if self.is_universal:
             return lambda s, a: True
+        if self.is_template:
+            raise CampError(f"{self.name} constrains nothing until the domain instantiates it")
         lookups: list[tuple[bool, int, frozenset[Hashable]]] = []
         for var, values in self.allowed_values().items():
             if var in {v.name for v in mdp.state_vars}:
@@ -187,6 +227,8 @@ class Context:
         term sent a plan to the sink); membership tests use :meth:`compile`."""
         if self.is_universal:
             return ()
+        if self.is_template:
+            raise CampError(f"{self.name} constrains nothing until the domain instantiates it")
         values = dict(zip((v.name for v in mdp.state_vars), state, strict=True))
         values.update(zip((v.name for v in mdp.action_vars), action, strict=True))
         unknown = sorted(self.variables - set(values))

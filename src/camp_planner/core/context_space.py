@@ -116,7 +116,7 @@ class ContextSpace:
             if i < len(self.contexts):
                 return self.contexts[i]
         for c in self.contexts:
-            if ref in (c.id, c.name):
+            if ref in (c.id, c.name) or (c.is_template and ref == c.template_name):
                 return c
         loose = _loose_name(ref)
         for c in self.contexts:

@@ -79,7 +79,7 @@ class CSIConfig:
     # directly (``TermSampler``) instead of by rejection. Beyond the paper; off by default.
     shared_terms: bool = False
     # Also tie the slots the domain names as exchangeable *under the context*
-    # (``ContextSymmetry.csi_context_groups``), as ``exchangeable_groups`` ties slots under
+    # (``ContextSymmetry.csi_context_roles``), as ``exchangeable_groups`` ties slots under
     # every context: evidence found for one member then holds for all. NAMO: the boxes of
     # the rooms a room context allows, and those of the rooms next to them, each a class.
     # Only adds dependences, so CAMPs keep more; it makes ``shared_terms`` keep every box
@@ -129,12 +129,14 @@ class LocalDynamics(Protocol):
 
 @runtime_checkable
 class ContextSymmetry(Protocol):
-    """An MDP whose slots are exchangeable under some contexts (``csi.context_ties``)."""
+    """An MDP whose slots play named roles under some contexts (``csi.context_ties``, and
+    :class:`camp_planner.core.role_relevance.RoleRelevance`)."""
 
-    def csi_context_groups(self, context: Context) -> Sequence[Sequence[tuple[str, ...]]]:
-        """Groups of slots (as :meth:`FactoredMDP.exchangeable_groups`) that play
-        interchangeable roles under ``context``, e.g. by how their room relates to the
-        rooms the context allows; none for a context the domain knows no symmetry of."""
+    def csi_context_roles(self, context: Context) -> Mapping[str, Sequence[tuple[str, ...]]]:
+        """Per role, the slots (as :meth:`FactoredMDP.exchangeable_groups`) that play it
+        under ``context``, interchangeably, e.g. by how their room relates to the rooms the
+        context allows (NAMO: ``inside``, ``beside``); empty for a context the domain knows
+        no symmetry of. Slots of one role have one length, position by position alike."""
         ...
 
 
@@ -389,8 +391,8 @@ def _tie_context(
     if config.context_ties and isinstance(mdp, ContextSymmetry):
         own = [
             g
-            for g in mdp.csi_context_groups(context)
-            if not {v for slot in g for v in slot} & context.variables
+            for g in mdp.csi_context_roles(context).values()
+            if len(g) > 1 and not {v for slot in g for v in slot} & context.variables
         ]
         if own:
             dependent = tie_exchangeable(dependent, own)

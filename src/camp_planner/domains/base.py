@@ -12,6 +12,7 @@ import numpy as np
 
 from camp_planner.core.camp import CAMP
 from camp_planner.core.context import Context
+from camp_planner.core.errors import CampError
 from camp_planner.core.feasibility import RegionGraph
 from camp_planner.core.mdp import FactoredMDP
 from camp_planner.core.objective import EpisodeResult
@@ -91,6 +92,23 @@ class Domain(ABC):
         """The task's map of regions (rooms and their doors), if the domain has one; the
         selector uses it to skip contexts that cannot reach the goal."""
         return None
+
+    def world_name(self, config: Mapping[str, Any]) -> str | None:
+        """The name of the world ``config`` describes when the package ships a selector for
+        it besides the paper's (``shipped_bundle``'s ``world``), else None."""
+        return None
+
+    def context_templates(self) -> Mapping[str, str]:
+        """The template contexts the domain can instantiate (``contexts.templates``), each
+        with a one-line description; none by default."""
+        return {}
+
+    def instantiate(self, context: Context, task: Any) -> Context:
+        """The concrete context ``context`` stands for on ``task``: a template's instance
+        (:meth:`context_templates`), any other context itself."""
+        if not context.is_template:
+            return context
+        raise CampError(f"{self.name} has no context templates ({context.name})")
 
     @abstractmethod
     def render(self, task: Any, panels: Sequence[RenderPanel], path: Path) -> None:

@@ -55,10 +55,14 @@ def trained_bundle(
     return artifacts / domain / planner / f"seed{seed}" / f"selector-{digest}.pt"
 
 
-def shipped_bundle(domain: str, planner: str) -> Path | None:
-    """The selector bundle the package ships for ``domain`` and ``planner``, if any (today:
-    NAMO with TAMP, so that the ROS layer and ``camp plan`` work without hours of training)."""
-    path = SHIPPED_DIR / f"{domain}-{planner}.pt"
+def shipped_bundle(domain: str, planner: str, world: str | None = None) -> Path | None:
+    """The selector bundle the package ships for ``domain`` and ``planner`` in the paper's
+    world, or in the named ``world`` (e.g. NAMO's ``grid10``), if any (today: NAMO and
+    manipulation with TAMP, so that the ROS layer and ``camp plan`` work without hours of
+    training)."""
+    path = SHIPPED_DIR / (
+        f"{domain}-{planner}.pt" if world is None else f"{domain}-{world}-{planner}.pt"
+    )
     return path if path.is_file() else None
 
 

@@ -93,14 +93,15 @@ def split_pipelines(base: Pipeline, artifacts: Path, seed: int) -> tuple[Pipelin
     return training, test
 
 
-def bundle_path(spec: str | Path, domain: str, planner: str) -> Path:
+def bundle_path(spec: str | Path, domain: str, planner: str, world: str | None = None) -> Path:
     """The bundle ``camp eval --bundle`` names: a file, or ``shipped`` for the one the
-    package ships for ``domain`` and ``planner``."""
+    package ships for ``domain`` and ``planner`` in ``world`` (None: the paper's)."""
     if str(spec) == "shipped":
-        path = shipped_bundle(domain, planner)
+        path = shipped_bundle(domain, planner, world)
         if path is None:
+            where = f" in the {world} world" if world else ""
             raise CampError(
-                f"the package ships no selector bundle for {domain} with {planner}: "
+                f"the package ships no selector bundle for {domain} with {planner}{where}: "
                 "give a bundle file with --bundle"
             )
         return path

@@ -28,6 +28,7 @@ from camp_planner.core.mdp import Action, FactoredMDP, State, freeze
 from camp_planner.core.objective import Attempt, EpisodeResult, run_episode, run_with_fallbacks
 from camp_planner.core.planner import Deadline, Planner
 from camp_planner.core.relevance import relevant_from_csis
+from camp_planner.core.role_relevance import RoleRelevance
 from camp_planner.learning import ALL_METHODS
 from camp_planner.learning.bundle import Bundle, load_bundle, shipped_bundle
 from camp_planner.learning.gate import GainTable, GateConfig, GateDecision, decide
@@ -127,6 +128,10 @@ class CampMethod(Method):
         self.name = "camp_ablation" if ablation else "camp" if gate is not False else "camp_ungated"
         stored = bundle.metadata.get("gain_table")
         self.gain_table = GainTable.from_json(stored) if stored is not None else None
+        roles = bundle.metadata.get("role_relevance")
+        self.roles = RoleRelevance.from_json(roles) if roles is not None else None
+        if self.roles is None and any(c.is_template for c in bundle.space):
+            raise CampError("the bundle's space has context templates but no role relevance")
         # A context's relevant set depends only on its CSIs and the reward variables, so a
         # service answering many scenes computes it once per context.
         self._relevant: dict[tuple[str, frozenset[str]], frozenset[str]] = {}
@@ -191,9 +196,12 @@ class CampMethod(Method):
         return order
 
     def relevant(self, pipe: Pipeline, mdp: FactoredMDP, context: Context) -> frozenset[str]:
-        """The relevant variables of ``context`` from the bundle's CSIs (cached)."""
+        """The relevant variables of a concrete ``context`` from the bundle's CSIs (cached),
+        or by role for a template's instance."""
         if not pipe.needs_csis(context):
             return frozenset(v.name for v in mdp.variables)
+        if self.roles is not None:
+            return self.roles.relevant(mdp, context)
         key = (context.id, frozenset(mdp.reward_vars))
         found = self._relevant.get(key)
         if found is None:
@@ -203,7 +211,9 @@ class CampMethod(Method):
             found = self._relevant[key] = relevant_from_csis(csis, mdp.reward_vars)
         return found
 
-    def build(self, pipe: Pipeline, mdp: FactoredMDP, context: Context) -> CAMP:
+    def build(self, pipe: Pipeline, mdp: FactoredMDP, context: Context, task: Any) -> CAMP:
+        """The CAMP of ``context`` (a template: its instance on ``task``)."""
+        context = pipe.domain.instantiate(context, task)
         sink = float(pipe.config["camp"]["sink_reward"])
         if self.ablation:
             return CAMP.build(mdp, context, None, sink)
@@ -238,7 +248,7 @@ class CampMethod(Method):
         def attempts() -> Iterator[Attempt]:
             for i, context in enumerate(order):
                 start = time.perf_counter()
-                camp = self.build(pipe, mdp, context)
+                camp = self.build(pipe, mdp, context, task)
                 built.append((context, camp))
                 setup = time.perf_counter() - start + (selection if i == 0 else 0.0)
                 yield Attempt(
@@ -274,11 +284,13 @@ def bundled_camp_method(
     pipeline's domain and ``planner``), planning with the configuration's planner settings
     updated by ``settings`` and its timeout replaced by ``timeout_s`` (the method reads both
     from the configuration)."""
-    path = bundle if bundle is not None else shipped_bundle(pipe.domain.name, planner)
+    world = pipe.domain.world_name(pipe.config)
+    path = bundle if bundle is not None else shipped_bundle(pipe.domain.name, planner, world)
     if path is None:
+        where = f" in the {world} world" if world else ""
         raise CampError(
-            f"the package ships no selector bundle for {pipe.domain.name} with {planner}: "
-            "give one with --bundle"
+            f"the package ships no selector bundle for {pipe.domain.name} with {planner}"
+            f"{where}: give one with --bundle"
         )
     method = CampMethod(load_bundle(path, pipe.domain.name, pipe.domain.version))
     pipe.config["planners"][planner] = {**pipe.planner_settings(planner), **(settings or {})}

@@ -283,6 +283,12 @@ def train(
             "final_loss": report.final_loss,
             "config": pipe.config,
             "gain_table": gains.to_json(),
+            # A space of templates: what their instances keep, by role (core/role_relevance.py).
+            **(
+                {"role_relevance": pipe.role_relevance().to_json()}
+                if pipe.basis is not None
+                else {}
+            ),
         },
     )
     path = trained_bundle(artifacts, pipe.domain.name, planner, seed, pipe.config)

@@ -177,25 +177,28 @@ def monitor(node: Node, echo: Callable[[str], None] | None = None) -> Watch:
     return watch
 
 
-def node_command(name: str, params: Path) -> list[str]:
-    """The command that runs node ``name`` (of :func:`system_nodes`) with ``params``."""
+def node_command(name: str, params: Path, overrides: Sequence[str] = ()) -> list[str]:
+    """The command that runs node ``name`` (of :func:`system_nodes`) with ``params``, then
+    ``overrides`` (``--ros-args`` arguments such as ``-p world:=grid10``, which win over the
+    file)."""
     if name in NODE_MODULES:
         target = [NODE_MODULES[name]]
     elif name.endswith(SIM_SUFFIX):
         target = ["camp_planner.ros.sim_node", name.removesuffix(SIM_SUFFIX)]
     else:
         raise CampError(f"unknown node '{name}': choose one of {', '.join(system_nodes())}")
-    return [sys.executable, "-m", *target, "--ros-args", "--params-file", str(params)]
+    return [sys.executable, "-m", *target, "--ros-args", "--params-file", str(params), *overrides]
 
 
 def start_processes(
-    params: Path, names: Sequence[str] = system_nodes()
+    params: Path, names: Sequence[str] = system_nodes(), overrides: Sequence[str] = ()
 ) -> list[subprocess.Popen[bytes]]:
     """One process per node, as the launch file starts them (inherits the environment, so
-    ``ROS_DOMAIN_ID`` and the discovery range carry over)."""
+    ``ROS_DOMAIN_ID`` and the discovery range carry over); ``overrides`` as in
+    :func:`node_command`."""
     env = dict(os.environ)
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    return [subprocess.Popen(node_command(n, params), env=env) for n in names]
+    return [subprocess.Popen(node_command(n, params, overrides), env=env) for n in names]
 
 
 def stop_processes(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 30.0) -> None:

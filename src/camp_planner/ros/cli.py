@@ -26,6 +26,7 @@ import yaml
 
 from camp_planner.core.errors import CampError
 from camp_planner.domains import get_plugin, plugin_domains
+from camp_planner.ros.worlds import WORLDS, check_world, describe_worlds
 
 PARAMS = "config/ros/{system}_params.yaml"  # a system's ROS parameters (--params' default)
 # How long --once waits for the plan once the execution report is in (both are latched, on
@@ -47,6 +48,13 @@ def add_parsers(sub: Any) -> None:
         help=f"ROS 2 parameter file (default: {PARAMS.format(system='<system>')})",
     )
     p.add_argument("--task", type=int, help="override the sim node's task_index")
+    p.add_argument(
+        "--world",
+        help="set every node's `world` parameter, over the file: the world's configuration "
+        "(e.g. namo grid10: config/namo/grid10.yaml, 10×10 rooms) and shipped selector become "
+        "the defaults of config_file and selector_bundle, which the file may still set; worlds: "
+        + "; ".join(f"{d}: {describe_worlds(d)}" for d in sorted(WORLDS)),
+    )
     p.add_argument("--processes", action="store_true", help="one process per node (as launch does)")
     p.add_argument("--once", action="store_true", help="exit after the first execution report")
     p.add_argument(
@@ -67,7 +75,12 @@ def add_parsers(sub: Any) -> None:
         q.add_argument(
             "--config",
             type=Path,
-            help="domain configuration the tasks come from (default: the domain's)",
+            help="domain configuration the tasks come from (default: the world's)",
+        )
+        q.add_argument(
+            "--world",
+            default="",
+            help="the nodes' world, whose configuration the tasks come from (e.g. grid10)",
         )
         q.add_argument("--task", type=int, default=0, help="task index")
         q.add_argument("--split", choices=("train", "test"), default="test")
@@ -90,11 +103,11 @@ def add_parsers(sub: Any) -> None:
 
 
 def _scene_msg(args: argparse.Namespace) -> Any:
-    from camp_planner.ros.common import resolve_path
+    from camp_planner.ros.common import config_path
     from camp_planner.ros.convert import scene_to_msg
     from camp_planner.workflow import Pipeline
 
-    config = resolve_path(args.config) if args.config is not None else None
+    config = config_path(args.domain, args.world, str(args.config or ""))
     pipe = Pipeline.create(args.domain, config, Path("artifacts"))
     task = pipe.task(args.split, args.task)
     return scene_to_msg(get_plugin(args.domain).scene_from_task(task, None, "map"))
@@ -225,13 +238,18 @@ def _bringup(args: argparse.Namespace) -> int:
     _check_params(params)
     names = system_nodes(args.system)
     sim = names[-1]
-    ros_args = ["--ros-args", "--params-file", str(params)]
+    # A global -p: every node of the system reads it (and wins over the file's value).
+    overrides = (
+        [] if args.world is None else ["-p", f"world:='{check_world(args.system, args.world)}'"]
+    )
+    ros_args = ["--ros-args", "--params-file", str(params), *overrides]
     if args.task is not None:
         ros_args += ["-p", f"{sim}:task_index:={args.task}"]
     os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
     print(
         f"[bringup] ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}, discovery "
         f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']}, params {params}"
+        + ("" if args.world is None else f", world {args.world or 'default'}")
     )
     rclpy.init(args=ros_args)
     procs: list[Any] = []
@@ -247,7 +265,7 @@ def _bringup(args: argparse.Namespace) -> int:
         if args.processes:
             if args.task is not None:
                 raise CampError(f"--task with --processes: set {sim}.task_index in the file")
-            procs = start_processes(params, names)
+            procs = start_processes(params, names, overrides)
         else:
             from camp_planner.ros.camp_planner_node import CampPlannerNode
             from camp_planner.ros.sim_node import SimNode

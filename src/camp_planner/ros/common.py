@@ -1,5 +1,5 @@
-"""What the nodes share: QoS profiles, topic names, the service parameters and where
-their files are found."""
+"""What the nodes share: QoS profiles, topic names, the service parameters (``world``
+among them: :mod:`camp_planner.ros.worlds`) and where their files are found."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from typing import Any
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from camp_planner.core.errors import CampError
+from camp_planner.ros.worlds import DEFAULT_WORLD, check_world, world_config
 
 # A scene, a plan and an execution report are state, not a stream: late joiners get the
 # last one (a client that starts after a fast execution must still see its report).
@@ -38,20 +41,55 @@ def resolve_path(path: str | Path) -> Path:
     p = Path(path)
     if p.is_absolute() or p.exists():
         return p
-    for root in (Path(sys.prefix) / "share" / "camp_planner", Path(__file__).resolve().parents[3]):
+    here = Path(__file__).resolve().parents
+    # The share folder of the prefix this module is installed in (<prefix>/lib/pythonX.Y/
+    # site-packages/camp_planner/ros/): a colcon install's, which is not sys.prefix's.
+    prefixes = [Path(sys.prefix), *here[5:6]]
+    for root in (*(prefix / "share" / "camp_planner" for prefix in prefixes), here[3]):
         if (root / p).exists():
             return root / p
     return p
 
 
-def default_bundle(domain: str = "namo") -> str:
-    """The selector bundle the package ships for ``domain`` (empty if this install has
-    none): the one trained with TAMP, the planner of the ROS nodes, whatever planner a node
-    is given."""
+def default_bundle(domain: str = "namo", world: str = DEFAULT_WORLD) -> str:
+    """The selector bundle the package ships for ``domain`` in ``world`` (empty if this
+    install has none): the one trained with TAMP, the planner of the ROS nodes, whatever
+    planner a node is given."""
     from camp_planner.learning.bundle import shipped_bundle  # torch: only when asked
 
-    path = shipped_bundle(domain, "tamp")
+    path = shipped_bundle(domain, "tamp", world=world or None)
     return str(path) if path is not None else ""
+
+
+def config_path(domain: str, world: str, config_file: str) -> Path | None:
+    """The configuration a node of ``domain`` loads: ``config_file`` if given, else
+    ``world``'s (None: the domain's defaults). An unknown world is a :class:`CampError`
+    even when ``config_file`` is given: a misspelt world must not pass unnoticed."""
+    default = world_config(domain, world)
+    config = config_file or default
+    return resolve_path(config) if config else None
+
+
+def bundle_path(domain: str, world: str, selector_bundle: str) -> Path | None:
+    """The selector bundle a node of ``domain`` loads: ``selector_bundle`` if given
+    (``none``: no selector), else the one shipped for ``world`` (None if there is none)."""
+    check_world(domain, world)
+    bundle = selector_bundle or default_bundle(domain, world)
+    return resolve_path(bundle) if bundle and bundle != "none" else None
+
+
+def declare_world(node: Node, domain: str, config_file: str) -> tuple[str, Path | None]:
+    """Declare ``world`` on ``node``; return it and the configuration the node loads (see
+    :func:`config_path`). An unknown world destroys the node and raises the
+    :class:`CampError` that :func:`camp_planner.ros.bringup.start_node` reports."""
+    node.declare_parameter("world", DEFAULT_WORLD)
+    world = str(node.get_parameter("world").value)
+    try:
+        return world, config_path(domain, world, config_file)
+    except CampError:
+        # The class's own destroy_node may need attributes its __init__ has not set yet.
+        Node.destroy_node(node)
+        raise
 
 
 def declare_service_params(node: Node) -> dict[str, Any]:
@@ -63,15 +101,25 @@ def declare_service_params(node: Node) -> dict[str, Any]:
     node.declare_parameter("artifacts", "artifacts")
     node.declare_parameter("planner", "tamp")
     node.declare_parameter("frame_id", "map")
-    config = str(node.get_parameter("config_file").value)
     domain = str(node.get_parameter("domain").value)
     planner = str(node.get_parameter("planner").value)
-    # "": the bundle shipped with the package; "none": run without a selector.
-    bundle = str(node.get_parameter("selector_bundle").value) or default_bundle(domain)
+    world, config = declare_world(node, domain, str(node.get_parameter("config_file").value))
+    # "": the bundle shipped for the world; "none": run without a selector.
+    given = str(node.get_parameter("selector_bundle").value)
+    bundle = bundle_path(domain, world, given)
+    if world:
+        node.get_logger().info(
+            f"world {world}: config {config or 'the defaults'}, selector bundle {bundle or 'none'}"
+        )
+    if world and not given and bundle is None:
+        # Not fatal, as for the default world: the node plans under the universal context.
+        node.get_logger().warning(
+            f"world {world}: this install ships no selector bundle for it; give selector_bundle"
+        )
     return {
         "domain": domain,
-        "config_path": resolve_path(config) if config else None,
-        "bundle_path": resolve_path(bundle) if bundle and bundle != "none" else None,
+        "config_path": config,
+        "bundle_path": bundle,
         "artifacts": Path(str(node.get_parameter("artifacts").value)),
         "planner": planner,
         "frame_id": str(node.get_parameter("frame_id").value),

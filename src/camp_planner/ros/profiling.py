@@ -20,7 +20,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 
 from camp_msgs.srv import SelectContext
 from camp_planner.ros.bringup import spin_executor
-from camp_planner.ros.common import default_bundle, resolve_path
+from camp_planner.ros.common import bundle_path, config_path
 from camp_planner.ros.convert import scene_from_msg, selection_to_response
 from camp_planner.service.planning import CampService
 
@@ -30,11 +30,11 @@ def select_cost_breakdown(
 ) -> dict[str, float]:
     """Median cost (ms) of each step of one ``/select_context`` call, in this process: the
     client's (de)serialization and the server's work, for a scene and for task features."""
-    bundle = planner.get("selector_bundle") or default_bundle(planner.get("domain", "namo"))
+    domain, world = planner.get("domain", "namo"), planner.get("world") or ""
     service = CampService(
-        domain=planner.get("domain", "namo"),
-        config_path=resolve_path(config) if (config := planner.get("config_file")) else None,
-        bundle_path=resolve_path(bundle) if bundle and bundle != "none" else None,
+        domain=domain,
+        config_path=config_path(domain, world, planner.get("config_file") or ""),
+        bundle_path=bundle_path(domain, world, planner.get("selector_bundle") or ""),
         artifacts=Path(planner.get("artifacts", "artifacts")),
     )
     wire = []

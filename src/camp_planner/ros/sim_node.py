@@ -25,7 +25,13 @@ from camp_msgs.msg import ExecutionReport, Plan, SceneObservation
 from camp_planner.domains import get_plugin
 from camp_planner.domains.interface.plugin import DomainPlugin
 from camp_planner.ros.bringup import spin_nodes, start_node
-from camp_planner.ros.common import EXECUTION_TOPIC, LATCHED, PLAN_TOPIC, SCENE_TOPIC
+from camp_planner.ros.common import (
+    EXECUTION_TOPIC,
+    LATCHED,
+    PLAN_TOPIC,
+    SCENE_TOPIC,
+    declare_world,
+)
 from camp_planner.ros.convert import plan_record, scene_to_msg
 from camp_planner.workflow import Pipeline
 
@@ -42,8 +48,10 @@ class SimNode(Node):
         self.declare_parameter("task_index", 0)
         self.declare_parameter("frame_id", "map")
         self.declare_parameter("render_dir", "")
-        config = str(self.get_parameter("config_file").value)
-        pipe = Pipeline.create(domain, Path(config) if config else None, Path("artifacts"))
+        # The world's configuration draws the scenes (10×10 rooms for NAMO's grid10), as
+        # the planner nodes load it: they must agree on the world.
+        _, config = declare_world(self, domain, str(self.get_parameter("config_file").value))
+        pipe = Pipeline.create(domain, config, Path("artifacts"))
         split = str(self.get_parameter("split").value)
         index = int(self.get_parameter("task_index").value)
         self.task = pipe.task(split, index)

@@ -116,15 +116,19 @@ class CampService:
         """The regions (NAMO: rooms) ``context`` lets the robot enter in ``task`` (from
         :meth:`task_of`), each with its floor rectangle (x0, y0, x1, y1): what a viewer tints
         to show the constraint the robot imposed on itself."""
-        return self.plugin.allowed_regions(task, context)
+        return self.plugin.allowed_regions(task, self.pipe.domain.instantiate(context, task))
 
     def _variables(
-        self, context: Context, mdp: Any, slot_of: dict[str, str]
+        self, context: Context, mdp: Any, slot_of: dict[str, str], task: Any
     ) -> tuple[list[str], list[str], list[str]]:
         assert self.method is not None or context.is_universal
         if self.method is None:
             names = [v.name for v in mdp.variables]
             return names, [], []
+        if context.is_template:
+            if task is None:  # task features alone: no rooms to instantiate it on
+                return [], [], []
+            context = self.pipe.domain.instantiate(context, task)
         # What the CAMP of ``context`` keeps, without building it (CAMP.build keeps the
         # relevant variables and the context's own): a selection answers in about 1 ms.
         kept = self.method.relevant(self.pipe, mdp, context) | context.variables
@@ -204,7 +208,7 @@ class CampService:
         context = decision.context
         prob = next((p for c, p in ranked if c.id == context.id), 0.0)
         mdp = self.pipe.domain.make_mdp(task, self.pipe.config) if task else self._probe
-        relevant, dropped, dropped_ids = self._variables(context, mdp, slot_of)
+        relevant, dropped, dropped_ids = self._variables(context, mdp, slot_of, task)
         return SelectionResult(
             context, prob, ranked, relevant, dropped, dropped_ids, latency, screened, decision
         )
@@ -259,9 +263,9 @@ class CampService:
                 say("camp_construction")
                 start = time.perf_counter()
                 if self.method is not None:
-                    camp = self.method.build(self.pipe, mdp, context)
+                    camp = self.method.build(self.pipe, mdp, context, task)
                 else:
-                    camp = self.pipe.build_camp(mdp, context)
+                    camp = self.pipe.build_camp(mdp, context, task=task)
                 spent = time.perf_counter() - start
                 construction += spent
                 say("planning")
@@ -288,7 +292,7 @@ class CampService:
         used = order[min(len(result.used), len(order)) - 1] if result.used else order[0]
         inverse = {slot: oid for oid, slot in slot_of.items()}
         geometry = self.plugin.plan_geometry(mdp, result.states, result.actions, inverse)
-        relevant, dropped, dropped_ids = self._variables(used, mdp, slot_of)
+        relevant, dropped, dropped_ids = self._variables(used, mdp, slot_of, task)
         stages = {"selection": selection, "camp_construction": construction}
         for key, value in result.stage_times_s.items():
             if key not in ("setup", "prepare", "act"):

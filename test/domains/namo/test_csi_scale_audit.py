@@ -1,7 +1,8 @@
 """Audit of NAMO's CSI learning at building scale (``csi.local_probes``, ``shared_terms``,
 ``context_ties``) against direct learning (all three off) in the 5×5 world of
 config/namo/grid5.yaml, where direct learning is affordable: the fast method must keep every
-variable direct learning keeps, and every box of the allowed rooms."""
+variable direct learning keeps, and every box of the allowed rooms; so must role relevance
+(what a template's instance keeps), summarised from a basis the audited contexts are not in."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from camp_planner.core import csi as csi_module
 from camp_planner.core.context import Context, Term
 from camp_planner.core.csi import CSIConfig, learn_csis
 from camp_planner.core.relevance import relevant_from_csis
+from camp_planner.core.role_relevance import RoleRelevance
 from camp_planner.domains import get_domain
 from camp_planner.domains.namo.domain import route_context
 from camp_planner.workflow import csi_config
@@ -101,11 +103,19 @@ def test_fast_csi_learning_keeps_every_variable_direct_learning_keeps_in_the_5x5
     rows: list[dict[str, Any]] = []
     csi_module._TERM_CACHE = None
     try:
+        # Role relevance (what template instances keep) from a basis none of the audited
+        # contexts is in: three-room contexts of the space's family, learned the fast way.
+        basis = [
+            Context("disjunction", tuple(Term("robot_room", r) for r in (0, x, grid * grid - 1)))
+            for x in (6, 7, 13, 17)
+        ]
+        roles = RoleRelevance.learn(mdps[0], [learn_csis(mdps, b, fast_cfg) for b in basis])
         for ctx in contexts:
             direct = learn_csis(mdps, ctx, _direct(fast_cfg))
             fast = learn_csis(mdps, ctx, fast_cfg)
             kept_direct = relevant_from_csis(direct, mdps[0].reward_vars)
             kept_fast = relevant_from_csis(fast, mdps[0].reward_vars)
+            kept_roles = roles.relevant(mdps[0], ctx)
             allowed = {int(str(t.value)) for t in ctx.terms}
             rows.append(
                 {
@@ -113,6 +123,7 @@ def test_fast_csi_learning_keeps_every_variable_direct_learning_keeps_in_the_5x5
                     "variables": len(direct.variables),
                     "kept_direct": len(kept_direct),
                     "kept_fast": len(kept_fast),
+                    "kept_roles": len(kept_roles),
                     "kept_both": len(kept_direct & kept_fast),
                     "dropped_both": len(set(direct.variables) - kept_direct - kept_fast),
                     "only_direct": sorted(kept_direct - kept_fast),
@@ -123,10 +134,12 @@ def test_fast_csi_learning_keeps_every_variable_direct_learning_keeps_in_the_5x5
             )
             # Conservative: nothing direct learning keeps is dropped.
             assert kept_direct <= kept_fast, (ctx.name, sorted(kept_direct - kept_fast))
+            assert kept_direct <= kept_roles, (ctx.name, sorted(kept_direct - kept_roles))
             # Every allowed room's boxes stay; none of a room beyond the rooms next door.
             with_slots = allowed - {grid * grid - 1}
             assert with_slots <= _rooms_of(kept_fast), ctx.name
             assert _rooms_of(kept_fast) <= allowed | _next_to(allowed, grid), ctx.name
+            assert _rooms_of(kept_roles) <= allowed | _next_to(allowed, grid), ctx.name
     finally:
         for m in mdps:
             m.close()  # type: ignore[attr-defined]

@@ -72,13 +72,58 @@ def route_context(task: NamoTask) -> Context:
     structural oracle gives a task in worlds too large for the room-disjunction family
     (universal if no route exists, which the generator never draws)."""
     graph = room_graph(task)
+    return _rooms_context(graph, graph.lightest_route(_boxes_per_room(task)))
+
+
+def _boxes_per_room(task: NamoTask) -> dict[Hashable, float]:
     boxes: dict[Hashable, float] = {}
     for box in task.boxes:
         boxes[box.room] = boxes.get(box.room, 0.0) + 1.0
-    route = graph.lightest_route(boxes)
-    if route is None:
+    return boxes
+
+
+def _rooms_context(graph: RegionGraph, rooms: Sequence[Hashable] | None) -> Context:
+    if rooms is None:
         return Context.universal()
-    return Context("disjunction", tuple(Term(graph.variable, room) for room in route))
+    return Context("disjunction", tuple(Term(graph.variable, room) for room in rooms))
+
+
+def shortest_route_context(task: NamoTask) -> Context:
+    """The rooms of the doorway route through the fewest rooms (then the fewest boxes)."""
+    graph = room_graph(task)
+    boxes = _boxes_per_room(task)
+    # One room outweighs every box of the world, so the room count decides first.
+    per_room = 1.0 + sum(boxes.values())
+    cost: dict[Hashable, float] = {
+        r: per_room + boxes.get(r, 0.0) for r in range(task.settings.n_rooms)
+    }
+    return _rooms_context(graph, graph.lightest_route(cost))
+
+
+def wide_route_context(task: NamoTask) -> Context:
+    """The lightest route's rooms and every room a doorway joins to one of them: room to
+    drive around a blocked doorway without the whole world's search."""
+    route = route_context(task)
+    if route.is_universal:
+        return route
+    rooms = {int(str(r)) for r in route.allowed("robot_room")}
+    doors = task.door_graph()
+    around = {nb for r in rooms for nb in doors[r]}
+    return _rooms_context(room_graph(task), sorted(rooms | around))
+
+
+# ``contexts.templates``: the rules a building-scale context space is made of (docs/design.md,
+# "Context templates"), with what they allow.
+TEMPLATES = {
+    "lightest_route": "the rooms of the doorway route through the fewest boxes",
+    "shortest_route": "the rooms of the doorway route through the fewest rooms",
+    "wide_route": "the lightest route's rooms and the rooms a doorway joins to them",
+}
+_INSTANTIATE = {
+    "lightest_route": route_context,
+    "shortest_route": shortest_route_context,
+    "wide_route": wide_route_context,
+}
 
 
 class NamoDomain(Domain):
@@ -194,6 +239,25 @@ class NamoDomain(Domain):
         h = task.settings.base_half_extent
         fill(3, (sx - h, sy - h, sx + h, sy + h))
         return img
+
+    def world_name(self, config: Mapping[str, Any]) -> str | None:
+        grid = int(config["world"]["grid"])
+        return None if grid == NamoSettings().grid else f"grid{grid}"
+
+    def context_templates(self) -> Mapping[str, str]:
+        return TEMPLATES
+
+    def instantiate(self, context: Context, task: Any) -> Context:
+        if not context.is_template:
+            return context
+        assert isinstance(task, NamoTask)
+        rule = _INSTANTIATE.get(context.template_name)
+        if rule is None:
+            raise CampError(
+                f"unknown NAMO context template '{context.template_name}'; choose from "
+                f"{', '.join(TEMPLATES)}"
+            )
+        return rule(task)
 
     def region_graph(self, task: Any) -> RegionGraph:
         assert isinstance(task, NamoTask)

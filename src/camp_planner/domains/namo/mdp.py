@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -591,15 +591,16 @@ class NamoMDP(FactoredMDP):
             found = self._room_slots = {r: tuple(v) for r, v in rooms.items()}
         return found
 
-    def csi_context_groups(self, context: Context) -> Sequence[Sequence[tuple[str, ...]]]:
-        """Under a room context (a disjunction over ``robot_room``), for ``csi.context_ties``:
-        the box slots of the allowed rooms, and those of the rooms next to them (sharing a
-        wall, where a door may join them in any task), each a class. A box's role under the
-        context is how its room relates to the allowed ones: inside, the robot drives among
-        the boxes; next door, the robot's body or the box it carries can reach a box
-        through a doorway; farther away, never (``csi_footprint``)."""
+    def csi_context_roles(self, context: Context) -> Mapping[str, Sequence[tuple[str, ...]]]:
+        """Under a room context (a disjunction over ``robot_room``), for ``csi.context_ties``
+        and role relevance: the box slots of the allowed rooms (``inside``) and those of the
+        rooms next to them (``beside``: sharing a wall, where a door may join them in any
+        task). A box's role under the context is how its room relates to the allowed ones:
+        inside, the robot drives among the boxes; next door, the robot's body or the box it
+        carries can reach a box through a doorway; farther away, never
+        (``csi_footprint``)."""
         if context.kind != "disjunction" or {t.variable for t in context.terms} != {"robot_room"}:
-            return []
+            return {}
         grid = self._task.settings.grid
         allowed = {t.value for t in context.terms}
         by_room = self._slots_by_room()
@@ -613,12 +614,10 @@ class NamoMDP(FactoredMDP):
             around = [(row - 1, col), (row + 1, col), (row, col - 1), (row, col + 1)]
             if any(0 <= a < grid and 0 <= b < grid and a * grid + b in allowed for a, b in around):
                 beside.append(r)
-        groups = []
-        for rooms in (inside, beside):
-            slots = [(names[i - N_FIXED],) for r in rooms for i in by_room[r]]
-            if len(slots) > 1:
-                groups.append(slots)
-        return groups
+        return {
+            role: [(names[i - N_FIXED],) for r in rooms for i in by_room[r]]
+            for role, rooms in (("inside", inside), ("beside", beside))
+        }
 
     def describe_action(self, action: Action) -> str:
         op, target, obj = action
