@@ -53,5 +53,6 @@ check "$INSTALL/camp_planner/lib/camp_planner/manip_sim"
 check "$INSTALL/camp_planner/share/camp_planner/launch/manip.launch.py"
 check "$INSTALL/camp_planner/share/camp_planner/config/ros/manip_params.yaml"
 check "$INSTALL/camp_planner/lib/python3*/site-packages/camp_planner/data/namo-tamp.pt"
+check "$INSTALL/camp_planner/lib/python3*/site-packages/camp_planner/data/namo-grid10-tamp.pt"
 check "$INSTALL/camp_planner/share/ament_index/resource_index/packages/camp_planner"
 exit $fail
