@@ -20,7 +20,8 @@ Both must come from the same configuration and settings.
     .venv/bin/python scripts/plot_bench_namo.py artifacts/bench/grid3.json \\
         artifacts/bench/grid4.json artifacts/bench/grid5.json [--plot artifacts/bench/grid.png]
 
-(``docs/results/data/namo_bench_grid{3,7,10}.json`` are three such files, kept as references.)
+``--save`` writes the runs given into one file, which the script reads back as all of them
+(``docs/results/data/namo_bench_curve.json`` is the scaling curve kept that way).
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ from camp_planner.learning.paired import bootstrap_interval, paired_difference
 PLANNERS = (("pure", "pure TAMP"), ("camp", "CAMP"), ("stilman", "Stilman"))
 
 
-def load_run(path: Path) -> dict[str, Any]:
-    """One bench run: its rows and summary, checked for the fields the table needs."""
+def load_run(path: Path, data: Any = None) -> dict[str, Any]:
+    """One bench run (``data``, else the file's): its rows and summary, checked for the
+    fields the table needs."""
     try:
-        data = json.loads(path.read_text())
+        if data is None:
+            data = json.loads(path.read_text())
         rows, summary = data["rows"], data["summary"]
         for row in rows:
             for key, _ in PLANNERS:
@@ -55,6 +58,20 @@ def load_run(path: Path) -> dict[str, Any]:
     if not rows:
         raise CampError(f"{path} holds no runs")
     return {"path": path, "rows": rows, "summary": summary}
+
+
+def load_runs(spec: str) -> list[dict[str, Any]]:
+    """The runs ``spec`` names: one (or several pooled with ``+``), or each run of a file
+    that ``--save`` wrote (``{"runs": [...]}``: a curve kept as one record)."""
+    if "+" not in spec:
+        path = Path(spec)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise CampError(f"cannot read {path}: {exc}") from None
+        if isinstance(data, dict) and isinstance(data.get("runs"), list):
+            return [load_run(Path(r.get("name", path.stem)), r) for r in data["runs"]]
+    return [load_pooled(spec)]
 
 
 def load_pooled(spec: str) -> dict[str, Any]:
@@ -207,6 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--plot", type=Path, help="write the plot (PNG) here")
     parser.add_argument(
+        "--save",
+        type=Path,
+        help="also write the runs into this one JSON file (which this script reads back as "
+        "all of them): a curve kept as one record",
+    )
+    parser.add_argument(
         "--paired",
         action="store_true",
         help="with two runs of the same tasks and seeds (e.g. two settings): each planner's "
@@ -216,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.paired and len(args.runs) != 2:
         parser.error("--paired takes exactly two runs")
     try:
-        runs = [load_pooled(p) for p in args.runs]
+        runs = [run for p in args.runs for run in load_runs(p)]
         stats = [run_stats(run) for run in runs]
         paired = paired_runs(runs[0], runs[1]) if args.paired else None
     except CampError as exc:
@@ -230,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {label:<8} {d['mean']:+.2f} s [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}], "
                 f"the second faster on {d['a_wins']} of {d['pairs']}"
             )
+    if args.save is not None:
+        kept = [{"name": r["path"].stem, "rows": r["rows"], "summary": r["summary"]} for r in runs]
+        args.save.write_text(json.dumps({"runs": kept}, indent=1))
+        print(f"runs: {args.save}")
     if args.plot is not None:
         plot(stats, args.plot)
         print(f"plot: {args.plot}")

@@ -142,3 +142,20 @@ def test_two_runs_of_the_same_tasks_and_seeds_are_compared_run_by_run(
     other = _bench(tmp_path / "other.json", {"pure": [1.0], "camp": [1.0], "stilman": [1.0]}, 1, 1)
     assert plot.main(["--paired", runs[0], str(other)]) == 2
     assert "do not hold the same (task, seed) runs" in capsys.readouterr().err
+
+
+def test_saved_runs_read_back_as_the_same_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load_script: Callable[[str], ModuleType]
+) -> None:
+    script = load_script("plot_bench_namo")
+    times = {"pure": [1.0, 2.0, 3.0], "camp": [1.0, 1.0, 4.0], "stilman": [2.0, 2.0, 12.0]}
+    runs = [str(_bench(tmp_path / f"grid{n}.json", times, 20.0 * n, 1.5)) for n in (3, 5)]
+    kept = tmp_path / "curve.json"
+    assert script.main([*runs, "--save", str(kept)]) == 0
+    first = capsys.readouterr().out.split("runs:")[0]
+    assert script.main([str(kept)]) == 0
+    again = capsys.readouterr().out
+    assert "| grid3 |" in first and "| grid5 |" in first and again.strip() == first.strip()
+    kept.write_text(json.dumps({"runs": [{"name": "grid7", "rows": []}]}))
+    assert script.main([str(kept)]) == 2
+    assert "is not a bench_namo.py --json file" in capsys.readouterr().err
