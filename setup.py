@@ -27,6 +27,9 @@ setup(
         for folder in sorted(glob("config/*"))
     ],
     install_requires=["setuptools"],
+    # `--executor ray` (docs/design.md, "Running on a Ray cluster"); the same pin as
+    # requirements.txt, which make setup installs so that CI tests it.
+    extras_require={"ray": ["ray==2.60.0"]},
     zip_safe=True,
     maintainer="camp_planner engineers",
     maintainer_email="eng@camp-planner.dev",

@@ -22,6 +22,7 @@ from camp_planner.csi_command import csi_command
 from camp_planner.domains import domain_names, get_domain
 from camp_planner.domains.base import RenderPanel
 from camp_planner.learning import ALL_METHODS, METHOD_NAMES
+from camp_planner.learning.executor import EXECUTORS, ExecutorSpec, close_executors, require
 from camp_planner.planners import planner_names
 from camp_planner.progress import progress_bar
 from camp_planner.ros.cli import add_parsers as add_ros_parsers
@@ -70,12 +71,34 @@ def _planner_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _workers_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    g = p.add_argument_group("parallel work (CSI learning and scoring)")
+    g.add_argument(
         "--workers",
         type=int,
         default=os.cpu_count() or 1,
-        help="parallel processes for CSI learning and scoring",
+        help="parallel workers: local processes, or Ray actors of one CPU each",
     )
+    g.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="process",
+        help="where the workers run: local processes (default), or Ray (needs the ray "
+        'extra; docs/design.md, "Running on a Ray cluster")',
+    )
+    g.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --executor ray: join this Ray cluster (auto: the one `ray start` runs on "
+        "this machine; or the head's host:port); default: start Ray on this machine, "
+        "loopback only, for this command",
+    )
+
+
+def _executor_spec(args: argparse.Namespace) -> ExecutorSpec:
+    """The executor the arguments ask for, checked before any work (Ray installed?)."""
+    spec = ExecutorSpec(args.executor, args.workers, args.ray_address)
+    require(spec)
+    return spec
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -513,10 +536,12 @@ def _plan_race(args: argparse.Namespace, pipe: Any, task: Any, k: int) -> int:
 def _train(args: argparse.Namespace) -> int:
     from camp_planner.learning.train import describe, train
 
-    if args.workers < 1:
-        raise CampError("--workers must be at least 1")
+    spec = _executor_spec(args)
     pipe = _pipeline(args)
-    result = train(pipe, args.artifacts, args.planner, seed=args.seed, workers=args.workers)
+    try:
+        result = train(pipe, args.artifacts, args.planner, seed=args.seed, workers=spec)
+    finally:
+        close_executors()
     summary = describe(result)
     if args.json:
         print(json.dumps(summary))
@@ -605,8 +630,7 @@ def _eval(args: argparse.Namespace) -> int:
     from camp_planner.config import with_test_seed
     from camp_planner.learning.evaluate import bundle_path, eval_title, evaluate, table_markdown
 
-    if args.workers < 1:
-        raise CampError("--workers must be at least 1")
+    spec = _executor_spec(args)
     pipe = _pipeline(args)
     if args.task_seed is not None:
         # A configuration override, so that the caches keyed on it tell the draws apart.
@@ -621,18 +645,21 @@ def _eval(args: argparse.Namespace) -> int:
     if bundle is not None and not args.methods:
         # The methods a given selector can run: the others learn from each run's training.
         methods = ["camp", "pure", *pipe.domain.baselines]
-    summary = evaluate(
-        pipe,
-        args.artifacts,
-        args.planner,
-        methods,
-        args.seeds,
-        args.workers,
-        out,
-        command,
-        first_seed=args.first_seed,
-        bundle_file=bundle,
-    )
+    try:
+        summary = evaluate(
+            pipe,
+            args.artifacts,
+            args.planner,
+            methods,
+            args.seeds,
+            spec,
+            out,
+            command,
+            first_seed=args.first_seed,
+            bundle_file=bundle,
+        )
+    finally:
+        close_executors()
     title = eval_title(pipe, args.planner, args.seeds, args.first_seed, bundle)
     print(table_markdown(summary, title))
     print(f"wrote {out}/results.json, table.md, plot.png")
@@ -642,8 +669,9 @@ def _eval(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     from camp_planner.learning.sweeps import sweep
 
-    if args.workers < 1 or args.seeds < 1:
-        raise CampError("--workers and --seeds must be at least 1")
+    if args.seeds < 1:
+        raise CampError("--seeds must be at least 1")
+    spec = _executor_spec(args)
     pipe = _pipeline(args)
     values = args.values
     if values is None:
@@ -654,9 +682,12 @@ def _sweep(args: argparse.Namespace) -> int:
             else sorted({max(1, n // 10), max(1, n // 4), max(1, n // 2), n})
         )
     out = args.out or args.artifacts / "eval" / f"{pipe.domain.name}-{args.planner}"
-    summary = sweep(
-        args.kind, pipe, args.artifacts, args.planner, values, args.seeds, args.workers, out
-    )
+    try:
+        summary = sweep(
+            args.kind, pipe, args.artifacts, args.planner, values, args.seeds, spec, out
+        )
+    finally:
+        close_executors()
     for point, pure in zip(summary["points"], summary["pure"], strict=True):
         print(
             f"{args.kind} {point['value']:>8g}: CAMP objective {point['objective']['mean']:8.2f} "

@@ -1,11 +1,16 @@
 """The end-to-end CAMP pipeline for one domain: context space, cached CSIs, CAMPs, episodes.
 
-This is what the CLI (and later the ROS nodes) call; it holds no global state (apart from
-the store a forked CSI worker inherits, set only while ``CSIStore.learn`` runs). CSIs are
-cached in one JSON file per (domain, version, CSI and context settings), written atomically
-after every learned context so an interrupted run loses nothing. Contexts can be learned in
-parallel worker processes: each context's CSIs depend only on its own seeded sampler, so the
-cache is the same with any number of workers.
+This is what the CLI (and later the ROS nodes) call; it holds no global state (a worker
+keeps the training MDPs of the last configuration it learned CSIs for). CSIs are cached in
+one JSON file per (domain, version, CSI and context settings), written atomically by the
+driver after every learned context so an interrupted run loses nothing. Contexts can be
+learned in parallel on any executor (local processes, Ray actors), each as a picklable
+:class:`CSIJob`: each context's CSIs depend only on its own seeded sampler, so the cache is
+the same with any number and kind of workers.
+
+A worker that plans (label scoring) gets its CSIs from the driver (:class:`CSIPayload`): a
+pipeline built on them never learns, so a CSI missing on a remote node is an error, not an
+hour of silent relearning there.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from camp_planner.core.relevance import relevant_from_csis
 from camp_planner.core.role_relevance import RoleRelevance
 from camp_planner.domains import get_domain
 from camp_planner.domains.base import Domain
-from camp_planner.learning.executor import make_executor
+from camp_planner.learning.executor import ExecutorSpec, Workers, make_executor
 from camp_planner.planners import make_planner, planner_names
 from camp_planner.progress import progress_bar
 
@@ -49,7 +54,15 @@ def csi_config(config: Mapping[str, Any]) -> CSIConfig:
 class CSIStore:
     """Learned CSIs per context, cached on disk and learned on demand."""
 
-    def __init__(self, domain: Domain, config: Mapping[str, Any], artifacts: Path) -> None:
+    def __init__(
+        self,
+        domain: Domain,
+        config: Mapping[str, Any],
+        artifacts: Path,
+        frozen: Iterable[CSIResult] | None = None,
+    ) -> None:
+        """``frozen``: the only CSIs this store has (a worker's, sent by the driver); it then
+        neither reads nor writes the cache file, and learns nothing."""
         self.domain = domain
         self.config = config
         self.csi = csi_config(config)
@@ -69,7 +82,10 @@ class CSIStore:
         self.path = artifacts / "csi" / f"{domain.name}-{digest}.json"
         self._results: dict[str, CSIResult] = {}
         self._mdps: list[FactoredMDP] | None = None
-        if self.path.exists():
+        self.frozen = frozen is not None
+        if frozen is not None:
+            self._results = {r.context.id: r for r in frozen}
+        elif self.path.exists():
             self._load()
 
     def _load(self) -> None:
@@ -102,65 +118,118 @@ class CSIStore:
         return self._mdps
 
     def _make_training_mdps(self) -> list[FactoredMDP]:
-        tasks = self.domain.make_tasks(self.config, "train")
-        n = max(1, min(int(self.config["csi"]["tasks"]), len(tasks)))
-        return [self.domain.make_mdp(t, self.config) for t in tasks[:n]]
+        return training_mdps(self.domain, self.config)
 
     def cached(self, context: Context) -> CSIResult | None:
         return self._results.get(context.id)
+
+    def results(self) -> list[CSIResult]:
+        """Every CSI result the store holds (cached or learned)."""
+        return list(self._results.values())
 
     def get(self, context: Context) -> CSIResult:
         """CSIs of ``context``, learned (and saved) if not cached yet."""
         result = self._results.get(context.id)
         if result is None:
+            self._refuse([context])
             result = learn_csis(self.training_mdps(), context, self.csi)
             self._results[context.id] = result
             self._save()
         return result
 
+    def _refuse(self, missing: Sequence[Context]) -> None:
+        if self.frozen and missing:
+            names = ", ".join(f"{c.name} ({c.id})" for c in missing[:3])
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            raise CampError(
+                f"a worker has no CSIs for {names}{more}: the driver sent none, and a worker "
+                "never learns them (the driver learns every context's CSIs before scoring)"
+            )
+
     def learn(
         self,
         contexts: Sequence[Context],
-        workers: int = 1,
+        workers: Workers = 1,
         done: Callable[[Context], None] | None = None,
     ) -> None:
-        """Learn (and save, one by one) the CSIs of ``contexts`` the cache lacks, in up to
-        ``workers`` processes; ``done`` is called as each context's CSIs are saved."""
+        """Learn (and save, one by one) the CSIs of ``contexts`` the cache lacks on the
+        executor ``workers`` names (an ``int``: that many local processes); ``done`` is
+        called as each context's CSIs are saved."""
         missing = list(dict.fromkeys(c for c in contexts if c.id not in self._results))
-        if workers <= 1 or len(missing) <= 1:
+        self._refuse(missing)
+        spec = ExecutorSpec.of(workers).capped(len(missing))
+        if not missing:
+            return
+        if not spec.parallel:
             for context in missing:
                 self.get(context)
                 if done is not None:
                     done(context)
             return
-        global _FORKED_STORE
-        _FORKED_STORE = self  # what the forked workers learn with
-        try:
-            pool = make_executor(min(workers, len(missing)))
-            for record in pool.map_unordered(_learn_in_worker, missing):
-                result = CSIResult.from_json(record)
-                self._results[result.context.id] = result
-                self._save()
-                if done is not None:
-                    done(result.context)
-        finally:
-            _FORKED_STORE = None
+        config_json = json.dumps(self.config, sort_keys=True, default=str)
+        jobs = [
+            CSIJob(self.domain.name, config_json, json.dumps(c.to_json(), sort_keys=True))
+            for c in missing
+        ]
+        for record in make_executor(spec).map_unordered(learn_csi_job, jobs):
+            result = CSIResult.from_json(record)
+            self._results[result.context.id] = result
+            self._save()  # the driver is the only writer of the cache
+            if done is not None:
+                done(result.context)
 
 
-# The store a worker process inherits when ``CSIStore.learn`` forks it, and the training MDPs
-# that worker builds for itself (a fork would otherwise share the parent's simulator clients).
-_FORKED_STORE: CSIStore | None = None
-_WORKER_MDPS: list[FactoredMDP] | None = None
+def training_mdps(domain: Domain, config: Mapping[str, Any]) -> list[FactoredMDP]:
+    """The training tasks CSIs are learned on (``csi.tasks`` of them) as MDPs."""
+    tasks = domain.make_tasks(config, "train")
+    n = max(1, min(int(config["csi"]["tasks"]), len(tasks)))
+    return [domain.make_mdp(t, config) for t in tasks[:n]]
 
 
-def _learn_in_worker(context: Context) -> dict[str, Any]:
-    global _WORKER_MDPS
-    store = _FORKED_STORE
-    if store is None:
-        raise CampError("CSI worker started without a store (CSIStore.learn forks them)")
-    if _WORKER_MDPS is None:
-        _WORKER_MDPS = store._make_training_mdps()
-    return learn_csis(_WORKER_MDPS, context, store.csi).to_json()
+@dataclass(frozen=True)
+class CSIJob:
+    """One context's CSI learning, all a fresh worker (a process, a Ray actor) needs."""
+
+    domain: str
+    config_json: str
+    context_json: str
+
+    def label(self) -> str:
+        return f"the CSIs of context {Context.from_json(json.loads(self.context_json)).name}"
+
+
+# The training MDPs of the last configuration this worker learned CSIs for: built once per
+# worker, not per context (a worker's own simulators, never a parent's).
+_WORKER_MDPS: dict[tuple[str, str], list[FactoredMDP]] = {}
+
+
+def learn_csi_job(job: CSIJob) -> dict[str, Any]:
+    """Learn one context's CSIs in a worker; the driver saves the result."""
+    config = json.loads(job.config_json)
+    key = (job.domain, job.config_json)
+    mdps = _WORKER_MDPS.get(key)
+    if mdps is None:
+        _WORKER_MDPS.clear()  # one configuration at a time: simulators hold memory
+        mdps = _WORKER_MDPS[key] = training_mdps(get_domain(job.domain), config)
+    context = Context.from_json(json.loads(job.context_json))
+    return learn_csis(mdps, context, csi_config(config)).to_json()
+
+
+@dataclass(frozen=True)
+class CSIPayload:
+    """The CSIs a planning worker uses, learned by the driver and sent with the jobs (once
+    per worker): every cached result and, for a space of templates, the role relevance."""
+
+    digest: str
+    results: tuple[dict[str, Any], ...]
+    roles: dict[str, Any] | None = None
+
+    @staticmethod
+    def of(results: Iterable[CSIResult], roles: RoleRelevance | None) -> CSIPayload:
+        records = tuple(sorted((r.to_json() for r in results), key=lambda r: r["context_id"]))
+        role_json = None if roles is None else roles.to_json()
+        text = json.dumps([records, role_json], sort_keys=True, default=str)
+        return CSIPayload(hashlib.sha1(text.encode()).hexdigest()[:16], records, role_json)
 
 
 @dataclass
@@ -186,8 +255,14 @@ class Pipeline:
         return Pipeline.from_config(domain_name, load_config(domain, config_path), artifacts)
 
     @staticmethod
-    def from_config(domain_name: str, config: dict[str, Any], artifacts: Path) -> Pipeline:
-        """A pipeline for an already validated configuration (e.g. inside a worker)."""
+    def from_config(
+        domain_name: str,
+        config: dict[str, Any],
+        artifacts: Path,
+        csis: CSIPayload | None = None,
+    ) -> Pipeline:
+        """A pipeline for an already validated configuration; ``csis``: a worker's pipeline,
+        which plans with the CSIs the driver sent and never learns any."""
         domain = get_domain(domain_name)
         tasks = domain.make_tasks(config, "train")
         if not tasks:
@@ -196,7 +271,8 @@ class Pipeline:
         settings = dict(config["contexts"])
         templates = list(settings.pop("templates", None) or [])
         space = generate_context_space(probe, ContextSpaceSpec.from_mapping(settings))
-        store = CSIStore(domain, config, artifacts)
+        frozen = None if csis is None else [CSIResult.from_json(r) for r in csis.results]
+        store = CSIStore(domain, config, artifacts, frozen)
         if not templates:
             return Pipeline(domain, config, space, store)
         known = domain.context_templates()
@@ -207,7 +283,10 @@ class Pipeline:
                 f"({', '.join(known) or 'it has none'}), got {templates}"
             )
         chosen = ContextSpace((Context.universal(), *map(Context.template, templates)))
-        return Pipeline(domain, config, chosen, store, basis=space)
+        pipe = Pipeline(domain, config, chosen, store, basis=space)
+        if csis is not None and csis.roles is not None:
+            pipe._roles = RoleRelevance.from_json(csis.roles)
+        return pipe
 
     def tasks(self, split: str) -> Sequence[Any]:
         key = (split, json.dumps(self.config["tasks"], sort_keys=True))
@@ -226,15 +305,18 @@ class Pipeline:
         self,
         contexts: Iterable[Context] | None = None,
         label: str | None = "learning CSIs",
-        workers: int = 1,
+        workers: Workers = 1,
     ) -> int:
         """Learn and cache the CSIs that ``contexts`` (default: the whole space) need and the
-        cache lacks, in up to ``workers`` processes, with a progress bar named ``label``
+        cache lacks, on the executor ``workers`` names (an ``int``: that many local
+        processes), with a progress bar named ``label``
         (``None``: silent). This is offline work: call it before timing anything. Returns how
         many contexts were learned."""
         wanted = list(self.space if contexts is None else dict.fromkeys(contexts))
-        if self.basis is not None and any(c.is_template for c in wanted):
-            wanted = [c for c in wanted if not c.is_template] + list(self.basis)
+        if self.basis is not None:
+            # With a basis every concrete context (a template's instance, or one a benchmark
+            # builds) keeps its variables by role: the basis's CSIs are all it needs.
+            wanted = list(self.basis)
         missing = [c for c in wanted if self.needs_csis(c) and self.store.cached(c) is None]
         if not missing:
             return 0
@@ -252,6 +334,12 @@ class Pipeline:
         if not context.is_universal:
             return True
         return bool(self.config["camp"].get("universal_relevance", "all") == "learned")
+
+    def csi_payload(self) -> CSIPayload:
+        """The CSIs learned so far (and the role relevance of a space of templates), for
+        workers to plan with: call :meth:`learn_csis` first."""
+        roles = self.role_relevance() if self.basis is not None else None
+        return CSIPayload.of(self.store.results(), roles)
 
     def role_relevance(self) -> RoleRelevance:
         """The basis's CSIs summarised by role (learned first if the cache lacks them)."""

@@ -35,6 +35,7 @@ from camp_planner.config import TEST_SEED, check_task_seed, with_test_seed
 from camp_planner.core.errors import CampError
 from camp_planner.learning import ALL_METHODS
 from camp_planner.learning.bundle import load_bundle, shipped_bundle
+from camp_planner.learning.executor import Workers
 from camp_planner.learning.labels import Score, ScoreMatrix
 from camp_planner.learning.methods import TrainingData, make_methods
 from camp_planner.learning.paired import compare_methods, p_value, paired_difference
@@ -165,7 +166,7 @@ def run_seed(
     planner: str,
     methods: Sequence[str],
     seed: int,
-    workers: int,
+    workers: Workers,
     progress: bool = True,
     bundle_file: Path | None = None,
 ) -> dict[str, list[Score]]:
@@ -646,7 +647,7 @@ def evaluate(
     planner: str,
     methods: Sequence[str],
     seeds: int,
-    workers: int,
+    workers: Workers,
     out_dir: Path,
     command: str,
     progress: bool = True,

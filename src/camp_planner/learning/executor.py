@@ -1,18 +1,82 @@
-"""A small executor interface for embarrassingly parallel jobs (label scoring).
+"""Executors for embarrassingly parallel jobs (CSI learning, label scoring), and their spec.
 
-Local worker processes by default; an inline executor for one worker and for tests. Another
-backend (e.g. a cluster) only needs ``map_unordered``.
+A command takes an :class:`ExecutorSpec` (``--executor {process,ray}``, ``--workers``,
+``--ray-address``) and passes it down instead of a bare worker count; a plain ``int`` still
+means that many local processes. Three executors share one protocol:
+
+* :class:`InlineExecutor` runs jobs one after another in this process (one worker, tests);
+* :class:`ProcessExecutor` runs them in forked local processes;
+* the Ray executor (``learning/ray_executor.py``, the only module that imports Ray, lazily)
+  runs them on warm Ray actors, one CPU each, locally or on a cluster.
+
+Jobs and their function must be picklable (a module-level function, a frozen dataclass):
+nothing reaches a worker by inheritance except what :meth:`Executor.map_shared` hands over.
+Results come back to the driver, the only process that writes checkpoints and caches.
 """
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Protocol, TypeVar
+from dataclasses import dataclass, replace
+from typing import Any, Generic, Protocol, TypeVar
+
+from camp_planner.core.errors import CampError
 
 T = TypeVar("T")
 R = TypeVar("R")
+S = TypeVar("S")
+
+EXECUTORS = ("process", "ray")
+# What a user without Ray is told to run: the extra pins the version CI tests.
+RAY_INSTALL = "pip install 'camp_planner[ray]' (or `make setup`, which installs ray==2.60.0)"
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """Where parallel jobs run: ``kind`` (``process`` or ``ray``), how many ``workers``, and
+    for Ray the cluster to join (``ray_address``; None: a Ray started on this machine's
+    loopback for this command only)."""
+
+    kind: str = "process"
+    workers: int = 1
+    ray_address: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXECUTORS:
+            raise CampError(
+                f"unknown executor '{self.kind}'; choose one of: {', '.join(EXECUTORS)}"
+            )
+        if self.workers < 1:
+            raise CampError("--workers must be at least 1")
+        if self.ray_address is not None and self.kind != "ray":
+            raise CampError("--ray-address joins a Ray cluster: it needs --executor ray")
+        if self.ray_address is not None and not self.ray_address.strip():
+            raise CampError("--ray-address is empty; give `auto` or the head's host:port")
+
+    @staticmethod
+    def of(workers: Workers) -> ExecutorSpec:
+        """``workers`` as a spec: an ``int`` is that many local processes."""
+        return workers if isinstance(workers, ExecutorSpec) else ExecutorSpec(workers=workers)
+
+    def capped(self, jobs: int) -> ExecutorSpec:
+        """The spec for ``jobs`` jobs: no more local processes than jobs. Ray's actors are
+        started once per command and kept warm, so their number stays."""
+        if self.kind == "ray":
+            return self
+        return replace(self, workers=max(1, min(self.workers, jobs)))
+
+    @property
+    def parallel(self) -> bool:
+        """Whether jobs leave this process (any Ray executor, or more than one process)."""
+        return self.kind == "ray" or self.workers > 1
+
+
+# What the learning functions accept for their ``workers`` argument.
+Workers = int | ExecutorSpec
 
 
 class Executor(Protocol):
@@ -20,13 +84,45 @@ class Executor(Protocol):
 
     def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]: ...
 
+    def map_shared(self, fn: Callable[[T, S], R], items: Sequence[T], shared: S) -> Iterator[R]:
+        """Like :meth:`map_unordered` with ``fn(item, shared)``: ``shared`` (e.g. the CSIs
+        the driver learned) reaches each worker once, not once per job."""
+        ...
+
+
+@dataclass(frozen=True)
+class WithoutShared(Generic[T, R]):
+    """``fn`` of a job alone, as the picklable ``fn(job, shared)`` that ``map_shared`` calls."""
+
+    fn: Callable[[T], R]
+
+    def __call__(self, item: T, _shared: Any) -> R:
+        return self.fn(item)
+
 
 class InlineExecutor:
     """Runs jobs one after another in this process."""
 
     def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+        return self.map_shared(WithoutShared(fn), items, None)
+
+    def map_shared(self, fn: Callable[[T, S], R], items: Sequence[T], shared: S) -> Iterator[R]:
         for item in items:
-            yield fn(item)
+            yield fn(item, shared)
+
+
+# The value ``map_shared`` hands a process pool's workers, set in each by the pool's
+# initializer (a forked worker gets it without pickling; it is per pool, so per call).
+_WORKER_SHARED: Any = None
+
+
+def _set_shared(shared: Any) -> None:
+    global _WORKER_SHARED
+    _WORKER_SHARED = shared
+
+
+def _call_shared(fn: Callable[[T, Any], R], item: T) -> R:
+    return fn(item, _WORKER_SHARED)
 
 
 class ProcessExecutor:
@@ -39,13 +135,18 @@ class ProcessExecutor:
         self.workers = workers
 
     def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+        return self.map_shared(WithoutShared(fn), items, None)
+
+    def map_shared(self, fn: Callable[[T, S], R], items: Sequence[T], shared: S) -> Iterator[R]:
         # fork keeps start-up cheap and inherits the ROS wheels' library path.
         ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=ctx, initializer=_set_shared, initargs=(shared,)
+        ) as pool:
             pending: set[Future[R]] = set()
             queue = iter(items)
             for item in queue:
-                pending.add(pool.submit(fn, item))
+                pending.add(pool.submit(_call_shared, fn, item))
                 if len(pending) >= 2 * self.workers:
                     break
             while pending:
@@ -54,8 +155,44 @@ class ProcessExecutor:
                     yield future.result()
                     nxt = next(queue, None)
                     if nxt is not None:
-                        pending.add(pool.submit(fn, nxt))
+                        pending.add(pool.submit(_call_shared, fn, nxt))
 
 
-def make_executor(workers: int) -> Executor:
-    return InlineExecutor() if workers <= 1 else ProcessExecutor(workers)
+# The executors of other modules, by kind, imported on first use (Ray is an optional extra,
+# and importing it costs a second). Each module has ``make(spec)``, ``require()`` (a clear
+# error if its backend is missing) and ``shutdown()``.
+_BACKENDS = {"ray": "camp_planner.learning.ray_executor"}
+
+
+def make_executor(workers: Workers) -> Executor:
+    """The executor ``workers`` asks for (one local worker: inline, in this process)."""
+    spec = ExecutorSpec.of(workers)
+    if spec.kind in _BACKENDS:
+        executor: Executor = importlib.import_module(_BACKENDS[spec.kind]).make(spec)
+        return executor
+    return InlineExecutor() if spec.workers <= 1 else ProcessExecutor(spec.workers)
+
+
+def require(spec: ExecutorSpec) -> None:
+    """Fail now, with the install command, if ``spec`` needs a backend that is missing
+    (before any work, not at the first parallel step)."""
+    if spec.kind in _BACKENDS:
+        importlib.import_module(_BACKENDS[spec.kind]).require(spec)
+
+
+def close_executors() -> None:
+    """Stop what executors keep between calls (a command's Ray session and its actors);
+    safe to call when none was started, and when Ray is not installed."""
+    for name in _BACKENDS.values():
+        module = sys.modules.get(name)
+        if module is not None:
+            module.shutdown()
+
+
+def describe_job(item: Any) -> str:
+    """A job as an error names it: its ``label()`` when it has one."""
+    label = getattr(item, "label", None)
+    if callable(label):
+        return str(label())
+    text = repr(item)
+    return text if len(text) <= 80 else text[:77] + "..."

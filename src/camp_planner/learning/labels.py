@@ -1,17 +1,25 @@
 """Labels for the context selector: every candidate context scored on every training task.
 
-This is the expensive step (contexts × tasks planning runs). Jobs run on an executor; every
-finished (task, context) score is appended to a JSON-lines checkpoint and flushed to disk, so
-an interrupted run resumes without recomputing or losing any finished score. The whole score
+This is the expensive step (contexts × tasks planning runs). Jobs run on an executor (local
+processes or Ray actors, which plan with the CSIs the driver sends them); every finished
+(task, context) score is appended to a JSON-lines checkpoint and flushed to disk, so an
+interrupted run resumes without recomputing or losing any finished score. The driver is the
+checkpoint's only writer and holds a lock on it while it scores (a second run on the same
+checkpoint stops with a clear error); a pair's first score is the one kept, so a job that ran
+twice (a worker lost with its node and its job retried) is recorded once. The whole score
 matrix is kept (objective, return, compute time, success), not only the argmax.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+import os
+import socket
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +30,7 @@ from camp_planner.core.objective import EpisodeResult
 from camp_planner.learning.executor import Executor
 from camp_planner.learning.jsonl import append_record, corrupt, read_records
 from camp_planner.progress import progress_bar
-from camp_planner.workflow import Pipeline
+from camp_planner.workflow import CSIPayload, Pipeline
 
 PURE = "pure"
 # Outcomes of an episode whose planning call gave up (the CAMP method then falls back to the
@@ -46,6 +54,10 @@ class ScoreJob:
     ablation: bool = False
     # The k-th independent score of the pair: the planner runs with seed + REPEAT_SEED·k.
     repeat: int = 0
+
+    def label(self) -> str:
+        """The job as an error names it."""
+        return f"{self.split} task {self.task}, context {self.context_id} ({self.planner})"
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,9 @@ class Score:
     # The planner's count of its work, in nominal seconds (``EpisodeResult.work_s``): None
     # for planners that do not count it and for older checkpoints.
     work_s: float | None = None
+    # The machine that planned it (a cluster mixes node speeds; the wall clock differs by
+    # node, the work does not): empty for runs in the driver and for older checkpoints.
+    host: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,6 +126,7 @@ class Score:
             dict(self.stage_times_s),
             plan=self.plan,
             work_s=self.work_s,
+            host=self.host,
         )
 
     @staticmethod
@@ -129,6 +145,7 @@ class Score:
             actions=data.get("actions"),
             plan=str(data.get("plan", "")),
             work_s=None if data.get("work_s") is None else float(data["work_s"]),
+            host=str(data.get("host", "")),
         )
 
 
@@ -254,19 +271,67 @@ class Checkpoint:
         self.path = path
 
     def load(self, repair: bool = True) -> dict[tuple[int, str], Score]:
-        """The finished scores; ``repair`` as in :func:`read_records` (False to only read a
-        checkpoint a running scoring may be appending to)."""
+        """The finished scores, a pair's first if it was recorded twice; ``repair`` as in
+        :func:`read_records` (False to only read a checkpoint a running scoring may be
+        appending to)."""
         found: dict[tuple[int, str], Score] = {}
         for number, row in read_records(self.path, repair):
             try:
                 score = Score.from_json(row)
             except (KeyError, TypeError, ValueError):
                 raise corrupt(self.path, number) from None
-            found[(score.task, score.context_id)] = score
+            found.setdefault((score.task, score.context_id), score)
         return found
 
     def append(self, score: Score) -> None:
         append_record(self.path, score.to_json())
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the checkpoint's lock while this process appends to it; another run (on
+        this machine or sharing the folder) that asks meanwhile gets a clear error."""
+        with exclusive(self.lock_path, f"checkpoint {self.path}"):
+            yield
+
+
+# The locks this process holds: POSIX record locks never conflict within one process.
+_HELD: set[str] = set()
+
+
+@contextlib.contextmanager
+def exclusive(lock: Path, what: str) -> Iterator[None]:
+    """An exclusive lock on the file ``lock`` for as long as the block runs, or a
+    :class:`CampError` naming who holds it.
+
+    A POSIX record lock (``lockf``), not ``flock``: it belongs to this process alone, so the
+    worker processes it forks never hold it, and it ends with the process however it ends (a
+    killed run leaves no stale lock behind)."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    key = str(lock.resolve())
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if key in _HELD:
+            raise BlockingIOError
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another run"
+        os.close(fd)
+        raise CampError(
+            f"{what} is in use by {holder} (it holds {lock}); wait for that run to end or "
+            "stop it: the same command then resumes from what it finished"
+        ) from None
+    _HELD.add(key)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        yield
+    finally:
+        _HELD.discard(key)
+        os.close(fd)  # releases the lock
 
 
 def checkpoint_path(artifacts: Path, domain: str, key: Mapping[str, Any]) -> Path:
@@ -275,23 +340,29 @@ def checkpoint_path(artifacts: Path, domain: str, key: Mapping[str, Any]) -> Pat
     return artifacts / domain / "labels" / f"{key.get('planner', 'x')}-{digest}.jsonl"
 
 
-# Workers rebuild the pipeline once per process and configuration, not once per job.
-_WORKER_PIPELINES: dict[tuple[str, str, str], Any] = {}
+# A worker builds the pipeline once per configuration and set of CSIs, not once per job, and
+# keeps only the last (a warm Ray actor serves one run after another).
+_WORKER_PIPELINES: dict[tuple[str, str, str, str], Pipeline] = {}
 
 
-def run_job(job: ScoreJob) -> Score:
-    """Score one (task, context) pair; runs inside a worker process."""
+def run_job(job: ScoreJob, csis: CSIPayload | None = None) -> Score:
+    """Score one (task, context) pair; runs inside a worker (a process or a Ray actor).
 
-    key = (job.domain, job.config_json, job.artifacts)
+    ``csis``: the CSIs the driver learned; the worker's pipeline plans with those alone and
+    refuses to learn one it lacks. None: it reads (and may learn into) the cache under
+    ``job.artifacts``, as a single local process may."""
+    key = (job.domain, job.config_json, job.artifacts, "" if csis is None else csis.digest)
     pipe = _WORKER_PIPELINES.get(key)
     if pipe is None:
-        pipe = Pipeline.from_config(job.domain, json.loads(job.config_json), Path(job.artifacts))
+        _WORKER_PIPELINES.clear()
+        config = json.loads(job.config_json)
+        pipe = Pipeline.from_config(job.domain, config, Path(job.artifacts), csis)
         _WORKER_PIPELINES[key] = pipe
     task = pipe.task(job.split, job.task)
     context = None if job.context_id == PURE else pipe.space.resolve(job.context_id)
     seed = job.seed + REPEAT_SEED * job.repeat
     result, _ = pipe.run(task, job.planner, context, seed=seed, ablation=job.ablation)
-    return score_of(job.task, job.context_id, result)
+    return replace(score_of(job.task, job.context_id, result), host=socket.gethostname())
 
 
 def score_of(task: int, context_id: str, result: EpisodeResult) -> Score:
@@ -333,20 +404,28 @@ def score(
     context_ids: list[str],
     progress: bool = True,
     desc: str = "scoring contexts",
+    csis: CSIPayload | None = None,
 ) -> tuple[ScoreMatrix, ScoringStats]:
-    """Run every job not already in ``checkpoint``; return the full matrix."""
-    done = checkpoint.load()
-    todo = [j for j in jobs if (j.task, j.context_id) not in done]
-    bar = None
-    if progress:
-        bar = progress_bar(len(jobs), desc, initial=len(jobs) - len(todo), smoothing=0.05)
-    for result in executor.map_unordered(run_job, todo):
-        checkpoint.append(result)
-        done[(result.task, result.context_id)] = result
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+    """Run every job not already in ``checkpoint`` (with ``csis``, the driver's CSIs, in
+    every worker: :func:`run_job`); return the full matrix."""
+    with checkpoint.writing():
+        done = checkpoint.load()
+        todo = [j for j in jobs if (j.task, j.context_id) not in done]
+        bar = None
+        if progress:
+            bar = progress_bar(len(jobs), desc, initial=len(jobs) - len(todo), smoothing=0.05)
+        try:
+            for result in executor.map_shared(run_job, todo, csis):
+                key = (result.task, result.context_id)
+                if key in done:  # a job that ran twice: its first result stands
+                    continue
+                checkpoint.append(result)
+                done[key] = result
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
     wanted = {(j.task, j.context_id) for j in jobs}
     matrix = ScoreMatrix(tasks, context_ids, {k: v for k, v in done.items() if k in wanted})
     return matrix, ScoringStats(reused=len(jobs) - len(todo), computed=len(todo))

@@ -26,6 +26,7 @@ import numpy as np
 from camp_planner.core.errors import CampError
 from camp_planner.learning.bundle import Bundle
 from camp_planner.learning.evaluate import seed_pipeline
+from camp_planner.learning.executor import Workers
 from camp_planner.learning.jsonl import append_record, corrupt, read_records
 from camp_planner.learning.labels import ScoreMatrix
 from camp_planner.learning.methods import CampMethod, Method, Pure
@@ -129,7 +130,7 @@ def sweep(
     planner: str,
     values: Sequence[float],
     seeds: int,
-    workers: int,
+    workers: Workers,
     out_dir: Path,
     progress: bool = True,
 ) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
-from camp_planner.learning.executor import make_executor
+from camp_planner.learning.executor import Workers, make_executor
 from camp_planner.learning.gate import GainTable
 from camp_planner.learning.labels import (
     Checkpoint,
@@ -122,15 +122,17 @@ def score_split(
     split: str,
     contexts: list[Context],
     seed: int,
-    workers: int,
+    workers: Workers,
     progress: bool = True,
     ablation: bool = False,
     repeat: int = 0,
 ) -> tuple[ScoreMatrix, ScoringStats]:
-    """Every (task, context) of ``split`` planned and executed, checkpointed (``repeat``:
-    which independent scoring, see :class:`ScoreJob`)."""
+    """Every (task, context) of ``split`` planned and executed on the executor ``workers``
+    names, checkpointed (``repeat``: which independent scoring, see :class:`ScoreJob`)."""
     pipe.planner_settings(planner)  # fail fast on an unknown planner
     pipe.learn_csis(label="learning CSIs" if progress else None, workers=workers)
+    # Every CSI a job can need is learned now; the workers get them from here, never learn.
+    csis = pipe.csi_payload()
     config_json = json.dumps(pipe.config, sort_keys=True, default=str)
     n_tasks = len(pipe.tasks(split))
     ids = [c.id for c in contexts]
@@ -160,6 +162,7 @@ def score_split(
         progress=progress,
         desc=f"scoring {len(ids)} contexts × {n_tasks} {split} tasks ({planner})"
         + (f", repeat {repeat + 1}" if repeat else ""),
+        csis=csis,
     )
 
 
@@ -169,7 +172,7 @@ def score_repeats(
     planner: str,
     seed: int,
     repeats: int,
-    workers: int = 1,
+    workers: Workers = 1,
     progress: bool = True,
 ) -> tuple[list[ScoreMatrix], ScoringStats]:
     """``repeats`` independent scorings of every training (task, context), each
@@ -219,10 +222,11 @@ def train(
     artifacts: Path,
     planner: str,
     seed: int = 0,
-    workers: int = 1,
+    workers: Workers = 1,
     progress: bool = True,
 ) -> TrainResult:
-    """The paper's selector learning (appendix B) with a checkpointed score matrix."""
+    """The paper's selector learning (appendix B) with a checkpointed score matrix; the
+    scoring runs on the executor ``workers`` names (an ``int``: that many processes)."""
     # torch loads here, not at import: `describe` and the score matrix do not need it.
     from camp_planner.learning.bundle import Bundle, trained_bundle
     from camp_planner.learning.selector import ContextSelector, SelectorConfig
