@@ -112,7 +112,7 @@ class _Twice:
     """An executor that delivers every result twice, as a retried job on a lost node can."""
 
     def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
-        raise NotImplementedError
+        raise AssertionError("scoring sends its jobs through map_shared")
 
     def map_shared(self, fn: Callable[[T, S], R], items: Sequence[T], shared: S) -> Iterator[R]:
         for item in items:

@@ -5,7 +5,6 @@ missing CSI are clear errors, and no Ray process outlives the tests."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import shutil
@@ -29,10 +28,8 @@ from camp_planner.learning.labels import ScoreJob, run_job
 from camp_planner.learning.train import score_split
 from camp_planner.workflow import CSIPayload, Pipeline
 
-pytestmark = [
-    pytest.mark.ray,
-    pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="the ray extra"),
-]
+# No skip without Ray: `make setup` installs the pinned extra, so its absence is a failure.
+pytestmark = [pytest.mark.ray]
 
 # BFS-replan replanning only when the world deviates: a job takes about 0.5 s.
 TINY = """\
