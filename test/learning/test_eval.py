@@ -114,6 +114,35 @@ def test_tiny_eval_writes_results_table_and_plot(tmp_path: Path) -> None:
     assert again["title"].endswith("seed 1")
 
 
+# What two runs of one episode agree on whatever the machine: not its times, nor the
+# objective that charges them, nor the host.
+DETERMINISTIC = ("task", "context_id", "success", "fallbacks", "plan")
+
+
+def eval_episodes(argv: list[str], out: Path, workers: str) -> dict[str, list[dict[str, object]]]:
+    """The test episodes of a 1-seed eval run with ``--workers workers``, deterministic
+    fields only, after dropping the cached episodes (the labels and the selector stay)."""
+    for cache in out.parent.glob("a/gridworld/bfs_replan/seed0/eval-*.json"):
+        cache.unlink()
+    assert main([*argv, "--workers", workers]) == 0
+    episodes = json.loads((out / "results.json").read_text())["episodes"]
+    return {m: [{f: r[f] for f in DETERMINISTIC} for r in runs[0]] for m, runs in episodes.items()}
+
+
+@pytest.mark.slow
+def test_test_episodes_on_two_processes_are_those_of_one(tmp_path: Path) -> None:
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY)
+    out = tmp_path / "eval"
+    argv = ["eval", "--config", str(cfg), "--artifacts", str(tmp_path / "a"), "--out", str(out)]
+    # A policy is a torch net fitted in the driver before the workers fork.
+    argv += ["--seeds", "1", "--methods", "camp", "pure", "policy", "oracle_rerun"]
+    inline = eval_episodes(argv, out, "1")
+    assert eval_episodes(argv, out, "2") == inline
+    assert set(inline) == {"camp", "pure", "policy", "oracle_rerun"}
+    assert all(len(runs) == 2 for runs in inline.values())
+
+
 def test_unknown_method_is_a_clear_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -5,10 +5,13 @@ worker pipeline plans with the CSIs it was sent and never learns one."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -56,6 +59,48 @@ def test_shared_values_reach_every_worker() -> None:
     items = list(range(7))
     for executor in (InlineExecutor(), ProcessExecutor(2)):
         assert sorted(executor.map_shared(_add, items, 10)) == [i + 10 for i in items]
+
+
+@dataclass(frozen=True)
+class Job:
+    n: int
+
+    def label(self) -> str:
+        return f"job {self.n}"
+
+
+def _fail_on_three(job: Job, _shared: Any) -> int:
+    if job.n == 3:
+        raise ZeroDivisionError("division by zero")
+    if job.n == 4:
+        raise CampError("no CSIs for context x")
+    return job.n
+
+
+def _die_on_three(job: Job, _shared: Any) -> int:
+    if job.n == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return job.n
+
+
+def test_a_failing_worker_process_is_one_line_naming_the_job() -> None:
+    executor = ProcessExecutor(2)
+    with pytest.raises(CampError) as raised:
+        list(executor.map_shared(_fail_on_three, [Job(i) for i in range(4)], None))
+    assert str(raised.value) == (
+        "a worker process failed on job 3: ZeroDivisionError: division by zero "
+        "(with --workers 1 it runs in this process and shows where)"
+    )
+    with pytest.raises(CampError, match=r"^no CSIs for context x \(worker process, job 4\)$"):
+        list(executor.map_shared(_fail_on_three, [Job(4)], None))
+    # Inline, the job raises where it fails.
+    with pytest.raises(ZeroDivisionError):
+        list(InlineExecutor().map_shared(_fail_on_three, [Job(3)], None))
+
+
+def test_a_killed_worker_process_is_an_error_saying_the_command_resumes() -> None:
+    with pytest.raises(CampError, match=r"a worker process died .* resumes from the finished"):
+        list(ProcessExecutor(2).map_shared(_die_on_three, [Job(i) for i in range(5)], None))
 
 
 @pytest.mark.parametrize(

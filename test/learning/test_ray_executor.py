@@ -23,6 +23,7 @@ import pytest
 
 from camp_planner.core.errors import CampError
 from camp_planner.learning import ray_executor
+from camp_planner.learning.evaluate import evaluate
 from camp_planner.learning.executor import ExecutorSpec, make_executor
 from camp_planner.learning.labels import ScoreJob, run_job
 from camp_planner.learning.train import score_split
@@ -218,6 +219,27 @@ def test_a_worker_without_the_csis_refuses_to_learn_them(
         list(executor.map_shared(run_job, [_job(pipe, tmp_path)], CSIPayload.of([], None)))
     assert not (tmp_path / "worker").exists()  # nothing learned on the worker, nothing saved
     assert not (tmp_path / "artifacts" / "csi").exists()
+
+
+def test_test_episodes_on_ray_are_those_of_one_process(
+    tmp_path: Path, ray_session: RaySession
+) -> None:
+    base = _pipeline(tmp_path, TINY + "camp: {gate: {enabled: false}}\n")
+    artifacts = tmp_path / "artifacts"
+    methods = ["camp", "pure", "policy", "oracle_rerun"]
+
+    def episodes(workers: ExecutorSpec | int) -> dict[str, Any]:
+        for cache in artifacts.glob("gridworld/bfs_replan/seed0/eval-*.json"):
+            cache.unlink()  # the episodes run again; the labels and the selector are reused
+        out = tmp_path / "eval"
+        evaluate(base, artifacts, "bfs_replan", methods, 1, workers, out, "test", False)
+        runs = json.loads((out / "results.json").read_text())["episodes"]
+        fields = ("task", "context_id", "success", "fallbacks", "plan")
+        return {m: [{f: r[f] for f in fields} for r in runs[m][0]] for m in methods}
+
+    inline = episodes(1)
+    assert episodes(ray_session.spec) == inline
+    assert all(len(rows) == 2 for rows in inline.values())
 
 
 def _labels(artifacts: Path) -> list[dict[str, Any]]:

@@ -35,6 +35,7 @@ from camp_planner.config import TEST_SEED, check_task_seed, with_test_seed
 from camp_planner.core.errors import CampError
 from camp_planner.learning import ALL_METHODS
 from camp_planner.learning.bundle import load_bundle, shipped_bundle
+from camp_planner.learning.episodes import run_episodes
 from camp_planner.learning.executor import Workers
 from camp_planner.learning.labels import Score, ScoreMatrix
 from camp_planner.learning.methods import TrainingData, make_methods
@@ -198,14 +199,21 @@ def run_seed(
         data = TrainingData(training, planner, trained.matrix, features, seed)
         for method in made:
             method.fit(data)
-    results: dict[str, list[Score]] = {method.name: [] for method in made}
     bar = _bar(len(methods) * n_test, f"seed {seed}: evaluating methods", progress)
-    for t, method in interleaved(made, n_test, seed):
-        results[method.name].append(method.evaluate(pipe, planner, t, seed).without_trajectory())
+    try:
+        scores = run_episodes(
+            pipe,
+            artifacts,
+            planner,
+            list(interleaved(made, n_test, seed)),
+            seed,
+            workers,
+            None if bar is None else lambda: bar.update(1),
+        )
+    finally:
         if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+            bar.close()
+    results = {m.name: [scores[(m.name, t)] for t in range(n_test)] for m in made}
     out_dir.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps({m: [s.to_json() for s in rows] for m, rows in results.items()}))
     return results

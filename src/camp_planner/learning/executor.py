@@ -21,6 +21,7 @@ import multiprocessing
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -122,7 +123,17 @@ def _set_shared(shared: Any) -> None:
 
 
 def _call_shared(fn: Callable[[T, Any], R], item: T) -> R:
-    return fn(item, _WORKER_SHARED)
+    # The driver shows one line naming the job, as with Ray; the same job in one process
+    # (--workers 1) raises where it fails, with its traceback.
+    try:
+        return fn(item, _WORKER_SHARED)
+    except CampError as exc:
+        raise CampError(f"{exc} (worker process, {describe_job(item)})") from None
+    except Exception as exc:
+        raise CampError(
+            f"a worker process failed on {describe_job(item)}: {type(exc).__name__}: {exc} "
+            "(with --workers 1 it runs in this process and shows where)"
+        ) from None
 
 
 class ProcessExecutor:
@@ -152,7 +163,14 @@ class ProcessExecutor:
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    yield future.result()
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:
+                        raise CampError(
+                            "a worker process died (out of memory, or killed?); the same "
+                            "command resumes from the finished work"
+                        ) from None
+                    yield result
                     nxt = next(queue, None)
                     if nxt is not None:
                         pending.add(pool.submit(_call_shared, fn, nxt))

@@ -345,19 +345,27 @@ def checkpoint_path(artifacts: Path, domain: str, key: Mapping[str, Any]) -> Pat
 _WORKER_PIPELINES: dict[tuple[str, str, str, str], Pipeline] = {}
 
 
+def worker_pipeline(
+    domain: str, config_json: str, artifacts: str, csis: CSIPayload | None
+) -> Pipeline:
+    """The pipeline a worker plans with for one configuration and set of CSIs, built on its
+    first job and kept for the next (only the last is kept)."""
+    key = (domain, config_json, artifacts, "" if csis is None else csis.digest)
+    pipe = _WORKER_PIPELINES.get(key)
+    if pipe is None:
+        _WORKER_PIPELINES.clear()
+        pipe = Pipeline.from_config(domain, json.loads(config_json), Path(artifacts), csis)
+        _WORKER_PIPELINES[key] = pipe
+    return pipe
+
+
 def run_job(job: ScoreJob, csis: CSIPayload | None = None) -> Score:
     """Score one (task, context) pair; runs inside a worker (a process or a Ray actor).
 
     ``csis``: the CSIs the driver learned; the worker's pipeline plans with those alone and
     refuses to learn one it lacks. None: it reads (and may learn into) the cache under
     ``job.artifacts``, as a single local process may."""
-    key = (job.domain, job.config_json, job.artifacts, "" if csis is None else csis.digest)
-    pipe = _WORKER_PIPELINES.get(key)
-    if pipe is None:
-        _WORKER_PIPELINES.clear()
-        config = json.loads(job.config_json)
-        pipe = Pipeline.from_config(job.domain, config, Path(job.artifacts), csis)
-        _WORKER_PIPELINES[key] = pipe
+    pipe = worker_pipeline(job.domain, job.config_json, job.artifacts, csis)
     task = pipe.task(job.split, job.task)
     context = None if job.context_id == PURE else pipe.space.resolve(job.context_id)
     seed = job.seed + REPEAT_SEED * job.repeat

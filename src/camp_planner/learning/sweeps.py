@@ -25,6 +25,7 @@ import numpy as np
 
 from camp_planner.core.errors import CampError
 from camp_planner.learning.bundle import Bundle
+from camp_planner.learning.episodes import run_episodes
 from camp_planner.learning.evaluate import seed_pipeline
 from camp_planner.learning.executor import Workers
 from camp_planner.learning.jsonl import append_record, corrupt, read_records
@@ -47,11 +48,13 @@ def relabel(matrix: ScoreMatrix, lam: float, tasks: Sequence[int]) -> list[int]:
 
 def _camp_on_test(
     pipe: Pipeline,
+    artifacts: Path,
     planner: str,
     matrix: ScoreMatrix,
     lam: float,
     tasks: Sequence[int],
     seed: int,
+    workers: Workers,
 ) -> dict[str, float]:
     cfg = SelectorConfig.from_mapping({**pipe.config["selector"], "seed": seed})
     contexts = list(pipe.space)
@@ -66,11 +69,19 @@ def _camp_on_test(
     selector.fit(features, selector_targets(matrix, cfg, lam, tasks), None, mask)
     csis = {c.id: r for c in pipe.space if (r := pipe.store.cached(c)) is not None}
     bundle = Bundle(pipe.domain.name, pipe.domain.version, pipe.space, csis, selector, {})
-    return _summarise(CampMethod(bundle), pipe, planner, seed)
+    return _summarise(CampMethod(bundle), pipe, artifacts, planner, seed, workers)
 
 
-def _summarise(method: Method, pipe: Pipeline, planner: str, seed: int) -> dict[str, float]:
-    scores = [method.evaluate(pipe, planner, t, seed) for t in range(len(pipe.tasks("test")))]
+def _summarise(
+    method: Method,
+    pipe: Pipeline,
+    artifacts: Path,
+    planner: str,
+    seed: int,
+    workers: Workers,
+) -> dict[str, float]:
+    pairs = [(t, method) for t in range(len(pipe.tasks("test")))]
+    scores = list(run_episodes(pipe, artifacts, planner, pairs, seed, workers).values())
     return {
         "objective": statistics.fmean(s.objective for s in scores),
         "return": statistics.fmean(s.discounted_return for s in scores),
@@ -167,7 +178,7 @@ def sweep(
         for key in (key for key in keys if key[0] == k and key not in done):
             _, v, method = key
             if method == "pure":
-                done[key] = _summarise(Pure(), pipe, planner, k)
+                done[key] = _summarise(Pure(), pipe, artifacts, planner, k, workers)
             else:
                 run = copy.copy(pipe)
                 run.config = copy.deepcopy(pipe.config)
@@ -179,7 +190,9 @@ def sweep(
                     if not 1 <= n <= len(matrix.tasks):
                         raise CampError(f"training-set size {n} outside 1..{len(matrix.tasks)}")
                     tasks = matrix.tasks[:n]
-                done[key] = _camp_on_test(run, planner, matrix, run.lam(planner), tasks, k)
+                done[key] = _camp_on_test(
+                    run, artifacts, planner, matrix, run.lam(planner), tasks, k, workers
+                )
             checkpoint.append(key, done[key])
             finished += 1
             computed += 1
