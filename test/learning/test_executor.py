@@ -109,6 +109,14 @@ def test_a_killed_worker_process_is_an_error_saying_the_command_resumes() -> Non
         (["train", "--ray-address", "auto"], "--ray-address joins a Ray cluster"),
         (["eval", "--workers", "0", "--executor", "ray"], "--workers must be at least 1"),
         (["sweep", "lambda", "--executor", "dask"], "invalid choice"),
+        (
+            ["train", "--executor", "ray", "--ray-address", "head-node"],
+            "--ray-address head-node: expected `auto` or the head's host:port",
+        ),
+        (
+            ["eval", "--executor", "ray", "--ray-address", "127.0.0.1:1"],
+            "no Ray cluster answers at 127.0.0.1:1 (Connection refused)",
+        ),
     ],
 )
 def test_bad_executor_flags_are_one_line_errors(

@@ -242,6 +242,64 @@ def test_test_episodes_on_ray_are_those_of_one_process(
     assert all(len(rows) == 2 for rows in inline.values())
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_command_joins_a_running_cluster_and_leaves_it_running(tmp_path: Path) -> None:
+    """The docs' cluster steps on this machine's loopback: token authentication, `ray
+    start --head`, then `--ray-address auto` and host:port. One node: a second would need
+    the machine's network address (Ray joins nodes only there)."""
+    tmpdir = tempfile.mkdtemp(prefix="cc", dir="/tmp")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "RAY_TMPDIR": tmpdir, "HOME": str(home), "RAY_AUTH_MODE": "token"}
+    env.update(RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    env.pop("RAY_ADDRESS", None)
+    ray_cli = str(Path(sys.executable).parent / "ray")
+    port = _free_port()
+    config = tmp_path / "tiny.yaml"
+    config.write_text(TINY)
+
+    def camp(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "camp_planner.cli", "train", "--config", str(config)]
+        argv += ["--planner", "bfs_replan", "--executor", "ray", *args]
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+
+    try:
+        subprocess.run([ray_cli, "get-auth-token", "--generate"], env=env, check=True, timeout=60)
+        head = [ray_cli, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}"]
+        head += ["--num-cpus=2", "--include-dashboard=false"]
+        subprocess.run(head, env=env, check=True, capture_output=True, timeout=120)
+        before = set(ray_processes(tmpdir))
+
+        first = camp("--ray-address", "auto", "--workers", "2", "--artifacts", str(tmp_path / "a"))
+        assert first.returncode == 0, first.stderr
+        records = _labels(tmp_path / "a")
+        assert len(records) == 12 and {r["host"] for r in records} == {socket.gethostname()}
+        # The driver joined: the cluster it leaves runs on, on loopback.
+        assert before <= set(ray_processes(tmpdir))
+        sockets = listening(ray_processes(tmpdir))
+        assert sockets and [s for s in sockets if s[1] not in LOOPBACK] == []
+
+        address = f"127.0.0.1:{port}"
+        again = camp("--ray-address", address, "--workers", "2", "--artifacts", str(tmp_path / "b"))
+        assert again.returncode == 0, again.stderr
+        assert len(_labels(tmp_path / "b")) == 12
+
+        more = camp("--ray-address", "auto", "--workers", "3", "--artifacts", str(tmp_path / "c"))
+        assert more.returncode == 2
+        assert "the Ray cluster has 2 CPUs, fewer than --workers 3" in more.stderr
+    finally:
+        # Not `ray stop`: it stops every Ray on the machine, other users' too.
+        for pid in ray_processes(tmpdir):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
 def _labels(artifacts: Path) -> list[dict[str, Any]]:
     return [
         json.loads(line)

@@ -86,8 +86,45 @@ def import_ray(loopback: bool = False) -> Any:
 
 
 def require(spec: ExecutorSpec) -> None:
-    """A clear error now if Ray is not installed (``--executor ray`` checks before work)."""
-    import_ray(loopback=spec.ray_address is None)
+    """A clear error now if Ray is not installed, or the cluster to join does not answer
+    (``--executor ray`` checks before any work)."""
+    import_ray(loopback=_on_loopback(spec.ray_address))
+
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+# How long the head's port may take to accept a connection before the address is refused.
+CONNECT_TIMEOUT_S = 5.0
+
+
+def cluster_address(given: str) -> str:
+    """The head's ``host:port`` that ``--ray-address`` names: ``auto`` is ``RAY_ADDRESS`` or
+    the cluster ``ray start`` recorded on this machine. Checked to answer, because Ray's own
+    client retries a wrong address without end."""
+    address = given.strip()
+    if address == "auto":
+        address = os.environ.get("RAY_ADDRESS", "").strip()
+        if not address:
+            tmp = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
+            recorded = os.path.join(tmp, "ray", "ray_current_cluster")
+            try:
+                with open(recorded) as f:
+                    address = f.read().strip()
+            except OSError:
+                raise CampError(
+                    f"--ray-address auto found no Ray cluster started on this machine (no "
+                    f"{recorded}); run `ray start --head` first, or give the head's host:port"
+                ) from None
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise CampError(f"--ray-address {given}: expected `auto` or the head's host:port")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise CampError(
+            f"no Ray cluster answers at {host}:{port} ({exc.strerror or exc}); is "
+            "`ray start --head` running there, and the port open to this machine?"
+        ) from None
+    return f"{host}:{port}"
 
 
 def make(spec: ExecutorSpec) -> RayExecutor:
@@ -187,7 +224,7 @@ def _connect(ray: Any, spec: ExecutorSpec) -> _Session:
                 **quiet,
             )
         else:
-            ray.init(address=spec.ray_address, **quiet)
+            ray.init(address=cluster_address(spec.ray_address), **quiet)
     except (ConnectionError, RuntimeError, ValueError, OSError) as exc:
         where = (
             "start Ray on this machine"
@@ -209,7 +246,7 @@ def session(spec: ExecutorSpec) -> _Session:
     ):
         shutdown()
     if _SESSION is None:
-        s = _connect(import_ray(loopback=spec.ray_address is None), spec)
+        s = _connect(import_ray(loopback=_on_loopback(spec.ray_address)), spec)
         s.cpus = float(s.ray.cluster_resources().get("CPU", 0))
         _SESSION = s
     if _SESSION.cpus < spec.workers:
@@ -223,6 +260,16 @@ def session(spec: ExecutorSpec) -> _Session:
     if len(_SESSION.actors) != spec.workers:
         _SESSION.start_actors(spec.workers)
     return _SESSION
+
+
+def _on_loopback(address: str | None) -> bool:
+    """Whether this process's Ray must keep 127.0.0.1 as its address: for a Ray of its own,
+    and to join a cluster on loopback (Ray would otherwise call the head at the machine's
+    network address, where a loopback head does not listen, and retry without end)."""
+    if address is None:
+        return True
+    host = cluster_address(address).rpartition(":")[0].strip("[]")
+    return host in LOCAL_HOSTS
 
 
 def shutdown() -> None:
