@@ -98,6 +98,24 @@ def test_a_failing_worker_process_is_one_line_naming_the_job() -> None:
         list(InlineExecutor().map_shared(_fail_on_three, [Job(3)], None))
 
 
+def _torch_threads(_job: int, _shared: Any) -> int:
+    import torch
+
+    return int(torch.get_num_threads())
+
+
+def test_worker_processes_run_torch_on_one_thread() -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # a forked worker would inherit this
+    try:
+        assert set(ProcessExecutor(2).map_shared(_torch_threads, [0, 1, 2], None)) == {1}
+        assert torch.get_num_threads() == 2  # the driver keeps its own
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_a_killed_worker_process_is_an_error_saying_the_command_resumes() -> None:
     with pytest.raises(CampError, match=r"a worker process died .* resumes from the finished"):
         list(ProcessExecutor(2).map_shared(_die_on_three, [Job(i) for i in range(5)], None))

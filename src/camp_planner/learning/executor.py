@@ -120,6 +120,10 @@ _WORKER_SHARED: Any = None
 def _set_shared(shared: Any) -> None:
     global _WORKER_SHARED
     _WORKER_SHARED = shared
+    # The workers already fill the CPUs: torch's own threads (a selector, a policy) would
+    # only compete with them, as on a Ray actor.
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
 
 
 def _call_shared(fn: Callable[[T, Any], R], item: T) -> R:
