@@ -51,6 +51,10 @@ OPTIONAL: dict[str, Any] = {
     "csi.local_probes": False,
     "csi.shared_terms": False,
     "csi.context_ties": False,
+    # The planning-call timeout when scoring contexts for labels (absent: ``timeout_s``).
+    # Where compute is charged (λ > 0), a context still planning after a few seconds already
+    # scores far below one that gives up at once, and planning it on only says how far.
+    "label_timeout_s": 0.0,
 }
 
 
@@ -280,6 +284,7 @@ _RULES: dict[str, _Rule] = {
     "mdp.horizon": _POSITIVE_COUNT,
     "mdp.gamma": _number(0.0, low_open=True, high=1.0),
     "timeout_s": _POSITIVE,
+    "label_timeout_s": _POSITIVE,
     "lambda.*": _NON_NEGATIVE,
     "world.goal_reward": _ANY_NUMBER,
     "world.move_prob": _PROBABILITY,

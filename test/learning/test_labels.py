@@ -246,3 +246,30 @@ def test_an_offline_study_reads_scores_without_cutting_a_line_being_written(
     before = cp.path.read_text()
     assert set(cp.load(repair=False)) == {(0, "universal")}
     assert cp.path.read_text() == before
+
+
+def test_label_timeout_cuts_label_scoring_alone_and_keys_only_where_set(tmp_path: Path) -> None:
+    from camp_planner.learning.train import score_checkpoint, score_split
+    from camp_planner.workflow import Pipeline
+
+    plain = Pipeline.create("gridworld", None, tmp_path)
+    # Absent from the defaults: every existing configuration keeps its label caches.
+    assert "label_timeout_s" not in plain.config
+    config = tmp_path / "cut.yaml"
+    config.write_text(
+        "tasks: {train: 1, test: 1}\ncontexts: {max_contexts: 3}\n"
+        "csi: {k1: 10, k2: 5, tasks: 1}\nlabel_timeout_s: 1.0e-6\n"
+    )
+    cut = Pipeline.create("gridworld", config, tmp_path)
+    assert cut.config["label_timeout_s"] == 1e-6
+    key = score_checkpoint(cut, tmp_path, "bfs_replan", "train", 0).path
+    assert key != score_checkpoint(plain, tmp_path, "bfs_replan", "train", 0).path
+    space = list(cut.space)
+    matrix, _ = score_split(cut, tmp_path, "bfs_replan", "train", space, 0, 1, False)
+    assert {s.outcome for s in matrix.scores.values()} == {"timeout"}
+    # A test episode keeps the planning timeout.
+    result, _ = cut.run(cut.task("train", 0), "bfs_replan", None)
+    assert result.outcome == "goal"
+    config.write_text("label_timeout_s: 0\n")
+    with pytest.raises(CampError, match="label_timeout_s"):
+        Pipeline.create("gridworld", config, tmp_path)

@@ -369,7 +369,14 @@ def run_job(job: ScoreJob, csis: CSIPayload | None = None) -> Score:
     task = pipe.task(job.split, job.task)
     context = None if job.context_id == PURE else pipe.space.resolve(job.context_id)
     seed = job.seed + REPEAT_SEED * job.repeat
-    result, _ = pipe.run(task, job.planner, context, seed=seed, ablation=job.ablation)
+    result, _ = pipe.run(
+        task,
+        job.planner,
+        context,
+        seed=seed,
+        ablation=job.ablation,
+        timeout_s=pipe.config.get("label_timeout_s"),
+    )
     return replace(score_of(job.task, job.context_id, result), host=socket.gethostname())
 
 
