@@ -88,7 +88,8 @@ def import_ray(loopback: bool = False) -> Any:
 def require(spec: ExecutorSpec) -> None:
     """A clear error now if Ray is not installed, or the cluster to join does not answer
     (``--executor ray`` checks before any work)."""
-    import_ray(loopback=_on_loopback(spec.ray_address))
+    head = None if spec.ray_address is None else cluster_address(spec.ray_address)
+    import_ray(loopback=_on_loopback(head))
 
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -208,12 +209,14 @@ class _Session:
 _SESSION: _Session | None = None
 
 
-def _connect(ray: Any, spec: ExecutorSpec) -> _Session:
+def _connect(ray: Any, spec: ExecutorSpec, head: str | None) -> _Session:
+    """Start a Ray for this command (``head`` None) or join the cluster whose head is at
+    ``head`` (resolved by :func:`cluster_address`)."""
     if ray.is_initialized():  # the caller's own Ray session (a notebook, a test): use it
         return _Session(ray, spec.ray_address, owned=False)
     quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
     try:
-        if spec.ray_address is None:
+        if head is None:
             # "local": a new Ray for this command, never one that happens to run here.
             ray.init(
                 address="local",
@@ -224,7 +227,7 @@ def _connect(ray: Any, spec: ExecutorSpec) -> _Session:
                 **quiet,
             )
         else:
-            ray.init(address=cluster_address(spec.ray_address), **quiet)
+            ray.init(address=head, **quiet)
     except (ConnectionError, RuntimeError, ValueError, OSError) as exc:
         where = (
             "start Ray on this machine"
@@ -246,7 +249,8 @@ def session(spec: ExecutorSpec) -> _Session:
     ):
         shutdown()
     if _SESSION is None:
-        s = _connect(import_ray(loopback=_on_loopback(spec.ray_address)), spec)
+        head = None if spec.ray_address is None else cluster_address(spec.ray_address)
+        s = _connect(import_ray(loopback=_on_loopback(head)), spec, head)
         s.cpus = float(s.ray.cluster_resources().get("CPU", 0))
         _SESSION = s
     if _SESSION.cpus < spec.workers:
@@ -262,14 +266,12 @@ def session(spec: ExecutorSpec) -> _Session:
     return _SESSION
 
 
-def _on_loopback(address: str | None) -> bool:
-    """Whether this process's Ray must keep 127.0.0.1 as its address: for a Ray of its own,
-    and to join a cluster on loopback (Ray would otherwise call the head at the machine's
-    network address, where a loopback head does not listen, and retry without end)."""
-    if address is None:
-        return True
-    host = cluster_address(address).rpartition(":")[0].strip("[]")
-    return host in LOCAL_HOSTS
+def _on_loopback(head: str | None) -> bool:
+    """Whether this process's Ray must keep 127.0.0.1 as its address: for a Ray of its own
+    (``head`` None), and to join a head on loopback (Ray would otherwise call it at the
+    machine's network address, where a loopback head does not listen, and retry without
+    end)."""
+    return head is None or head.rpartition(":")[0].strip("[]") in LOCAL_HOSTS
 
 
 def shutdown() -> None:
