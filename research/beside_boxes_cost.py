@@ -25,7 +25,7 @@ from camp_planner.core.camp import CAMP
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import run_episode
 from camp_planner.domains.namo.domain import route_context
-from camp_planner.learning.paired import paired_difference
+from camp_planner.eval.paired import paired_difference
 from camp_planner.planners import make_planner
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 

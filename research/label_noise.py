@@ -30,7 +30,7 @@ import numpy as np
 
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
-from camp_planner.learning.evaluate import seed_pipeline
+from camp_planner.eval.evaluate import seed_pipeline
 from camp_planner.learning.labels import ScoreMatrix
 from camp_planner.learning.train import cached_matrix
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline

@@ -39,7 +39,7 @@ from camp_planner.config import add_settings_argument, settings_or_usage_error
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import EpisodeResult
-from camp_planner.learning.methods import bundled_camp_method
+from camp_planner.eval.methods import bundled_camp_method
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 PACKAGE = str(Path(camp_planner.__file__).resolve().parent)
@@ -143,8 +143,8 @@ def _camp_planner(
         method = bundled_camp_method(pipe, "tamp", args.bundle, overrides, args.timeout)
 
         def selected(task: Any, seed: int) -> tuple[EpisodeResult, str]:
-            run = method.run(pipe, "tamp", task, seed)
-            return run.result, run.first.name
+            run = method.runtime(pipe, "tamp").run(task, seed)
+            return run.result, run.selection.winner
 
         return selected
     # The benchmark's contexts, so the profile is of the runs bench_namo.py times.

@@ -47,9 +47,9 @@ from typing import Any
 
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
-from camp_planner.learning.evaluate import seed_pipeline
+from camp_planner.eval.evaluate import seed_pipeline
+from camp_planner.eval.paired import p_value, paired_difference
 from camp_planner.learning.labels import plan_digest
-from camp_planner.learning.paired import p_value, paired_difference
 from camp_planner.planners.registry import planner_version
 from camp_planner.workflow import Pipeline
 

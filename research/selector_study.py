@@ -35,9 +35,8 @@ import numpy as np
 
 from camp_planner.core.errors import CampError
 from camp_planner.core.feasibility import screen
-from camp_planner.learning.evaluate import seed_pipeline
+from camp_planner.eval.evaluate import seed_pipeline
 from camp_planner.learning.labels import PLANNING_FAILURES, ScoreMatrix
-from camp_planner.learning.methods import attempt_budget
 from camp_planner.learning.selector import (
     LABEL_KINDS,
     MODELS,
@@ -47,6 +46,7 @@ from camp_planner.learning.selector import (
 from camp_planner.learning.structural import selector_input
 from camp_planner.learning.train import cached_matrix, selector_targets, training_mask
 from camp_planner.progress import progress_bar
+from camp_planner.runtime.camp_runtime import attempt_budget
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 Variant = tuple[str, str, float, frozenset[str]]  # model, label kind, temperature, flags

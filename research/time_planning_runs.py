@@ -38,8 +38,8 @@ from typing import Any
 from camp_planner.config import add_settings_argument, settings_or_usage_error
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import EpisodeResult
+from camp_planner.eval.methods import bundled_camp_method
 from camp_planner.learning.labels import plan_digest
-from camp_planner.learning.methods import bundled_camp_method
 from camp_planner.workflow import Pipeline
 
 
@@ -138,8 +138,8 @@ def _planner(args: argparse.Namespace, pipe: Pipeline, overrides: dict[str, Any]
     method = bundled_camp_method(pipe, "tamp", args.bundle, overrides, args.timeout)
 
     def camp(task: Any, seed: int) -> tuple[EpisodeResult, str | None]:
-        run = method.run(pipe, "tamp", task, seed)
-        return run.result, run.first.name
+        run = method.runtime(pipe, "tamp").run(task, seed)
+        return run.result, run.selection.winner
 
     return camp
 

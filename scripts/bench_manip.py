@@ -60,10 +60,10 @@ from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import Attempt, EpisodeResult, run_with_fallbacks
 from camp_planner.domains import get_domain
+from camp_planner.eval.paired import bootstrap_interval, paired_difference
 from camp_planner.learning.jsonl import RunCheckpoint
-from camp_planner.learning.methods import attempt_budget
-from camp_planner.learning.paired import bootstrap_interval, paired_difference
 from camp_planner.planners.registry import make_planner, planner_version
+from camp_planner.runtime.camp_runtime import attempt_budget
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 PLANNER = "tamp"
@@ -156,8 +156,8 @@ def _run(args: argparse.Namespace) -> int:
     config = base_config(args)
     method = None
     if path is not None:
+        from camp_planner.eval.methods import CampMethod
         from camp_planner.learning.bundle import load_bundle
-        from camp_planner.learning.methods import CampMethod
 
         method = CampMethod(load_bundle(path, "manip", get_domain("manip").version))
     header = {

@@ -73,8 +73,8 @@ from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.diagnostics import OverrunWatch, lateness
 from camp_planner.domains.namo.domain import route_context as namo_route_context
+from camp_planner.eval.paired import bootstrap_interval, paired_difference
 from camp_planner.learning.jsonl import RunCheckpoint
-from camp_planner.learning.paired import bootstrap_interval, paired_difference
 from camp_planner.planners.registry import planner_version
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
@@ -223,7 +223,7 @@ def fresh_checks_per_second(config: Path | None, artifacts: Path, split: str) ->
     return float(done.stdout.split()[-1])
 
 
-# One task planned the full CAMP way with a planner seed: ``CampMethod.run``'s ``CampRun``.
+# One task planned the full CAMP way with a planner seed: the runtime's ``CampRun``.
 CampRunner = Callable[[Any, int], Any]
 
 
@@ -235,8 +235,8 @@ def selector_method(
 
     The method reads its settings from the configuration, so it gets a copy of the pipeline:
     the configuration the checkpoint keys on stays the one given."""
+    from camp_planner.eval.methods import bundled_camp_method
     from camp_planner.learning.bundle import shipped_bundle
-    from camp_planner.learning.methods import bundled_camp_method
 
     world = pipe.domain.world_name(pipe.config)
     path = bundle if bundle is not None else shipped_bundle("namo", "tamp", world)
@@ -246,7 +246,8 @@ def selector_method(
     own = copy.copy(pipe)
     own.config = copy.deepcopy(pipe.config)
     method = bundled_camp_method(own, "tamp", path, overrides, timeout_s)
-    return (lambda task, seed: method.run(own, "tamp", task, seed)), path
+    runtime = method.runtime(own, "tamp")
+    return (lambda task, seed: runtime.run(task, seed)), path
 
 
 def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
@@ -539,10 +540,10 @@ def _measure(
             if label == "camp" and camp_run is not None:
                 run = camp_run(task, seed)
                 result, camp = run.result, run.camp
-                row["context"] = run.context.name  # a fallback's, if the first failed
-                chose["first_context"] = run.first.name
+                row["context"] = run.context.name if run.context else "give up"  # a fallback's
+                chose["first_context"] = run.selection.winner
                 # The do-no-harm gate's decision, where the method has one.
-                gate = getattr(run, "gate", None)
+                gate = run.selection.gate
                 if gate is not None and hasattr(gate, "to_json"):
                     chose["gate"] = gate.to_json()
             else:

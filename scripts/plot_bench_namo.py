@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from camp_planner.core.errors import CampError
-from camp_planner.learning.paired import bootstrap_interval, paired_difference
+from camp_planner.eval.paired import bootstrap_interval, paired_difference
 
 PLANNERS = (("pure", "pure TAMP"), ("camp", "CAMP"), ("stilman", "Stilman"))
 

@@ -6,7 +6,7 @@ episodes of repeated runs gives each method's mean objective and compute time, i
 compute time, its success count and the spread per episode, with a standard error for the
 mean objective. When CAMP is among the methods, it also compares CAMP with each other
 method episode by episode (mean difference with a 95 % bootstrap interval, and the
-episodes each side won; ``camp_planner.learning.paired``). It reads the ``episodes``
+episodes each side won; ``camp_planner.eval.paired``). It reads the ``episodes``
 section of each ``results.json`` (no planning).
 
     .venv/bin/python scripts/pool_evals.py artifacts/eval/namo-0/results.json \\
@@ -29,14 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from camp_planner.core.errors import CampError
-from camp_planner.learning.evaluate import (
+from camp_planner.eval.evaluate import (
     PAIRED_METRICS,
     paired_markdown,
     speedup_line,
     work_comparison,
     work_markdown,
 )
-from camp_planner.learning.paired import compare_methods
+from camp_planner.eval.paired import compare_methods
 
 
 def load_seeds(path: Path) -> dict[str, list[list[dict[str, Any]]]]:

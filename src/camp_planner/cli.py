@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -27,6 +26,7 @@ from camp_planner.planners import planner_names
 from camp_planner.progress import progress_bar
 from camp_planner.ros.cli import add_parsers as add_ros_parsers
 from camp_planner.ros.cli import run as run_ros
+from camp_planner.runtime.selection import RULES
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 # Imported inside the commands that need them, because they load torch (about 2 s), which
@@ -155,6 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
         "domains with a robot plug-in: namo, manip)",
     )
     p.add_argument("--render", type=Path, help="write a PNG of the episode")
+    p.add_argument(
+        "--rule",
+        choices=RULES,
+        help="how the runtime chooses contexts (default: camp.selection.rule, auto: by the "
+        "lower bound on each candidate's objective when the bundle has an objective model, "
+        "else the do-no-harm gate; ungated: the paper's CAMP)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = sub.add_parser(
@@ -182,6 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", type=int, default=0, help="task index within the split")
     p.add_argument("--split", choices=("train", "test"), default="test")
     p.add_argument("--top", type=int, default=5, help="how many ranked contexts to show")
+    p.add_argument(
+        "--rule",
+        choices=RULES,
+        help="how the runtime chooses contexts (default: camp.selection.rule, auto: by the "
+        "lower bound on each candidate's objective when the bundle has an objective model, "
+        "else the do-no-harm gate; ungated: the paper's CAMP)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser(
@@ -373,6 +387,12 @@ def _plan(args: argparse.Namespace) -> int:
         "dropped_variables": dropped,
         "lambda": pipe.lam(args.planner) if args.lam is None else args.lam,
         **result.summary(),
+        # What the runtime tries, in order: a named context alone (pure planning: nothing).
+        "fallback_order": (
+            selection["fallback_order"]
+            if selection is not None
+            else ([] if context is None else [context.name])
+        ),
     }
     if selection is not None:
         record["selection"] = selection
@@ -403,25 +423,28 @@ def _plan_bundle(args: argparse.Namespace, pipe: Any) -> Path | None:
 
 def _plan_selected(
     args: argparse.Namespace, pipe: Any, task: Any, path: Path
-) -> tuple[Context, Any, Any, dict[str, Any]]:
-    """Plan ``task`` the CAMP way with the bundle at ``path``: the selector's choice, its
+) -> tuple[Context | None, Any, Any, dict[str, Any]]:
+    """Plan ``task`` with the CAMP runtime and the bundle at ``path``: its selection, its
     fallbacks, and what to report about the selection."""
     from camp_planner.learning.bundle import load_bundle
-    from camp_planner.learning.methods import CampMethod
+    from camp_planner.runtime.camp_runtime import CampRuntime
 
     bundle = load_bundle(path, pipe.domain.name, pipe.domain.version)
     if args.lam is not None:
         pipe.config["lambda"][args.planner] = args.lam
     if args.timeout is not None:
         pipe.config["timeout_s"] = float(args.timeout)
-    run = CampMethod(bundle).run(pipe, args.planner, task, args.seed)
+    runtime = CampRuntime(pipe, args.planner, bundle, rule=args.rule)
+    run = runtime.run(task, args.seed)
     selection = {
         "bundle": str(path),
-        "latency_s": round(run.selection_s, 6),
+        "latency_s": round(run.selection.latency_s, 6),
         "ranked": [
-            {"id": c.id, "name": c.name, "probability": round(p, 4)} for c, p in run.ranked[:5]
+            {"id": c.id, "name": c.name, "probability": round(p, 4)}
+            for c, p in run.selection.ranked[:5]
         ],
         "fallbacks": run.result.fallbacks,
+        **run.selection.to_json(),
     }
     return run.context, run.camp, run.result, selection
 
@@ -564,7 +587,7 @@ def _train(args: argparse.Namespace) -> int:
 
 def _select(args: argparse.Namespace) -> int:
     from camp_planner.learning.bundle import load_bundle, trained_bundle
-    from camp_planner.learning.methods import CampMethod
+    from camp_planner.runtime.camp_runtime import CampRuntime
 
     pipe = _pipeline(args)
     trained = trained_bundle(args.artifacts, pipe.domain.name, args.planner, args.seed, pipe.config)
@@ -580,14 +603,11 @@ def _select(args: argparse.Namespace) -> int:
     bundle = load_bundle(path, pipe.domain.name, pipe.domain.version)
     task = pipe.task(args.split, args.task)
     mdp = pipe.domain.make_mdp(task, pipe.config)
-    method = CampMethod(bundle)
-    t0 = time.perf_counter()
-    ranked, screened = method.selection(pipe, task)
-    decision = method.decide(pipe, ranked)
-    latency = time.perf_counter() - t0
+    runtime = CampRuntime(pipe, args.planner, bundle, rule=args.rule)
+    selection = runtime.select(task, mdp)
     rows: list[dict[str, Any]] = []
-    for context, prob in ranked[: max(1, args.top)]:
-        camp = method.build(pipe, mdp, context, task)
+    for context, prob in selection.ranked[: max(1, args.top)]:
+        camp = runtime.build(mdp, context, task)
         rows.append(
             {
                 "id": context.id,
@@ -601,14 +621,16 @@ def _select(args: argparse.Namespace) -> int:
     if args.json:
         payload = {
             "bundle": str(path),
-            "latency_s": latency,
+            "latency_s": selection.latency_s,
             "ranked": rows,
-            "screened_out": [{"id": c.id, "name": c.name} for c in screened],
-            "gate": decision.to_json(),
+            "screened_out": [{"id": c.id, "name": c.name} for c in selection.screened],
+            **selection.to_json(),
         }
         print(json.dumps(payload))
         return 0
-    print(f"selector {path} on {args.split} task {args.task} ({latency * 1000:.1f} ms):")
+    print(
+        f"selector {path} on {args.split} task {args.task} ({selection.latency_s * 1000:.1f} ms):"
+    )
     for r in rows:
         print(
             f"  p={r['probability']:.3f}  {r['id']:<10} {r['name']:<34} "
@@ -616,19 +638,24 @@ def _select(args: argparse.Namespace) -> int:
         )
         if r["instance"] != r["name"]:
             print(f"      here: {r['instance']}")
-    if screened:
-        print(f"  ({len(screened)} contexts screened out: their rooms cannot join start and goal)")
-    if decision.committed:
-        print(f"gate: plans in {decision.context.name}: {decision.reason}")
-    else:
-        print(f"gate: plans with the universal context, not {decision.proposed.name}:")
-        print(f"  {decision.reason}")
+    if selection.screened:
+        n = len(selection.screened)
+        print(f"  ({n} contexts screened out: their rooms cannot join start and goal)")
+    print(f"rule {selection.rule}: {selection.winner}")
+    for c in selection.candidates:
+        if c.lower_bound is not None:
+            print(
+                f"  {c.name:<40} predicted {c.predicted_objective:+9.1f}  "
+                f"lower bound {c.lower_bound:+9.1f}  ({c.n} training tasks)"
+            )
+    print(f"  why: {selection.reason}")
+    print(f"  fallback order: {' → '.join(selection.fallback_order())}")
     return 0
 
 
 def _eval(args: argparse.Namespace) -> int:
     from camp_planner.config import with_test_seed
-    from camp_planner.learning.evaluate import bundle_path, eval_title, evaluate, table_markdown
+    from camp_planner.eval.evaluate import bundle_path, eval_title, evaluate, table_markdown
 
     spec = _executor_spec(args)
     pipe = _pipeline(args)
@@ -667,7 +694,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from camp_planner.learning.sweeps import sweep
+    from camp_planner.eval.sweeps import sweep
 
     if args.seeds < 1:
         raise CampError("--seeds must be at least 1")

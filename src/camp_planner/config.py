@@ -42,6 +42,9 @@ OPTIONAL: dict[str, Any] = {
     # The do-no-harm gate (learning/gate.py). Optional, so that configurations written before
     # it keep their keys (the label and bundle caches hash the configuration).
     "camp.gate": {"enabled": True, "confidence": 0.9, "margin": 0.0, "min_tasks": 5},
+    # The CAMP runtime's selection rule (runtime/selection.py); give_up's default is the
+    # domain's (``Domain.may_give_up``), so the null here only gives the key.
+    "camp.selection": {"rule": "auto", "top_k": 3, "confidence": 0.9, "give_up": None},
     # CSI learning at building scale (core/csi.py; on in config/namo/grid5.yaml and
     # grid10.yaml). Optional, so that the default configurations' cache keys stay.
     # Template contexts (core/context.py; on in config/namo/grid10.yaml): the space is the
@@ -328,6 +331,16 @@ _RULES: dict[str, _Rule] = {
     ),
     "camp.gate.margin": (lambda v: _is_number(v) and math.isfinite(v), "a finite number"),
     "camp.gate.min_tasks": _POSITIVE_COUNT,
+    "camp.selection.rule": (
+        lambda v: v in ("auto", "bound", "gate", "ungated"),
+        "one of auto, bound, gate, ungated",
+    ),
+    "camp.selection.top_k": _POSITIVE_COUNT,
+    "camp.selection.confidence": (
+        lambda v: _is_number(v) and 0.5 <= v < 1.0,
+        "a number in [0.5, 1)",
+    ),
+    "camp.selection.give_up": (lambda v: v is None or isinstance(v, bool), "true, false or null"),
     "selector.hidden": _LAYERS,
     "selector.conv_hidden": _LAYERS,
     "selector.structural_hidden": _LAYERS,

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from camp_planner.core.errors import CampError
+from camp_planner.eval.evaluate import evaluate
 from camp_planner.learning import ray_executor
-from camp_planner.learning.evaluate import evaluate
 from camp_planner.learning.executor import ExecutorSpec, make_executor
 from camp_planner.learning.labels import ScoreJob, run_job
 from camp_planner.learning.train import score_split

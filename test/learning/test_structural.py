@@ -13,8 +13,8 @@ from camp_planner.core.camp import log_state_count
 from camp_planner.core.context import Context, Term
 from camp_planner.core.context_space import ContextSpace
 from camp_planner.core.errors import CampError
+from camp_planner.eval.methods import CampMethod
 from camp_planner.learning.bundle import Bundle, load_bundle
-from camp_planner.learning.methods import CampMethod
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
 from camp_planner.learning.structural import FEATURES, context_features, selector_input
 from camp_planner.workflow import Pipeline
@@ -137,7 +137,7 @@ def test_camp_method_selects_with_a_structural_selector(tmp_path: Path) -> None:
     sel.fit(x, targets)
     csis = {contexts[1].id: pipe.store.get(contexts[1])}
     method = CampMethod(Bundle("gridworld", "2", space, csis, sel, {}))
-    kept, _ = method.selection(pipe, pipe.task("test", 0))
+    kept, _, _ = method.runtime(pipe, "bfs_replan").rank(pipe.task("test", 0))
     assert kept[0][0] == Context.universal()
     assert method.evaluate(pipe, "bfs_replan", 0, seed=0).context_id == "universal"
 

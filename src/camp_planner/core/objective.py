@@ -33,7 +33,9 @@ class EpisodeResult:
     steps: int
     success: bool
     # "goal" | "horizon" | "terminal" | "timeout" | "no_plan" | "planner_error" | "too_long"
-    # (the last attempt's plan needed more steps than the horizon left)
+    # (the last attempt's plan needed more steps than the horizon left) | "capped" (its
+    # attempt used up the compute that could still pay) | "gave_up" (no attempt was worth
+    # making; set by the CAMP runtime)
     outcome: str
     planning_calls: int = 0
     context_violations: int = 0
@@ -83,11 +85,22 @@ class Attempt:
     setup_time_s: float = 0.0
     budget_s: float | None = None
     horizon_fallback: bool = False
+    # The attempt's total compute (its set-up and every planning call) past which it is
+    # abandoned with outcome "capped" (:func:`attempt_cap`); None: no cap.
+    cap_s: float | None = None
 
-    def deadline(self, timeout_s: float | None, clock: Callable[[], float]) -> Deadline:
-        """The deadline of one planning call: the timeout, or the budget if it is shorter."""
-        limits = [t for t in (timeout_s, self.budget_s) if t is not None]
+    def deadline(
+        self, timeout_s: float | None, clock: Callable[[], float], spent_s: float = 0.0
+    ) -> Deadline:
+        """The deadline of one planning call: the timeout, the budget or what is left of the
+        cap after ``spent_s``, whichever is shortest."""
+        left = None if self.cap_s is None else max(0.0, self.cap_s - spent_s)
+        limits = [t for t in (timeout_s, self.budget_s, left) if t is not None]
         return Deadline(min(limits) if limits else None, clock)
+
+    def capped(self, spent_s: float) -> bool:
+        """Whether ``spent_s`` of compute has used up the attempt's cap."""
+        return self.cap_s is not None and spent_s >= self.cap_s
 
 
 def objective(discounted_return: float, compute_time_s: float, lam: float) -> float:
@@ -144,22 +157,27 @@ def run_with_fallbacks(
         used.append(current.label)
         compute += current.setup_time_s
         stages["setup"] += current.setup_time_s
+        own = current.setup_time_s  # this attempt's compute, which its cap limits
         camp = current.camp
         status, message, spent = _prepare(
-            current, _plan_mdp(mdp, current), current.deadline(timeout_s, clock)
+            current, _plan_mdp(mdp, current), current.deadline(timeout_s, clock, own)
         )
         compute += spent
         stages["prepare"] += spent
+        own += spent
+        status, message = _cap(current, own, status, message)
         outcome = status or "horizon"
         while outcome == "horizon" and t < mdp.horizon and not mdp.is_terminal(state):
             abstract = camp.sigma(state) if camp is not None else state
             chosen, status, message, spent = _act(
-                current, abstract, current.deadline(timeout_s, clock)
+                current, abstract, current.deadline(timeout_s, clock, own)
             )
             compute += spent
             stages["act"] += spent
             calls += 1
-            if chosen is None:
+            own += spent
+            status, message = _cap(current, own, status, message)
+            if chosen is None or status == "capped":
                 outcome = status or "planner_error"
                 break
             status, message = _too_long(current, mdp.horizon - t)
@@ -238,6 +256,20 @@ def _act(
     return action, status, message, deadline.elapsed
 
 
+def _cap(
+    attempt: Attempt, spent_s: float, status: str | None, message: str
+) -> tuple[str | None, str]:
+    """("capped", why) when the attempt has used up its cap (a timeout it hit because of
+    the cap included); the failure as it was otherwise."""
+    if status not in (None, "timeout") or not attempt.capped(spent_s):
+        return status, message
+    assert attempt.cap_s is not None
+    return "capped", (
+        f"abandoned after {spent_s:.2f} s: past {attempt.cap_s:.2f} s no plan can earn "
+        "more than it costs"
+    )
+
+
 def _too_long(attempt: Attempt, remaining: int) -> tuple[str | None, str]:
     """("too_long", why) when the attempt falls back on the horizon and its plan needs more
     than the ``remaining`` steps; (None, "") otherwise."""
@@ -255,3 +287,16 @@ def _failure(exc: PlanningError) -> str:
     if isinstance(exc, NoPlanFound):
         return "no_plan"
     return "planner_error"
+
+
+def attempt_cap(mdp: FactoredMDP, lam: float, give_up_value: float = 0.0) -> float | None:
+    """The seconds past which planning one attempt cannot pay: once λ·elapsed exceeds the
+    best return still reachable (the MDP's optimistic estimate from its initial state) minus
+    the value of giving up, even a perfect plan found then earns less than stopping. None:
+    no such bound (λ = 0, or a domain without a return estimate)."""
+    if lam <= 0:
+        return None
+    best = mdp.value_estimate(mdp.initial_state())
+    if best is None:
+        return None
+    return max(0.0, float(best) - give_up_value) / lam

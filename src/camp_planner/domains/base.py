@@ -66,6 +66,15 @@ class Domain(ABC):
     # The planner the CLI uses when none is named: the one the paper pairs with the domain
     # (BFS-replan cannot plan NAMO's continuous base poses, nor TAMP a gridworld).
     default_planner: str = "bfs_replan"
+    # Whether the CAMP runtime may give up on a task (not plan at all, worth 0) when no
+    # context is predicted to earn more: an agent scored only by its return may; a robot
+    # sent on an errand should not (``camp.selection.give_up`` overrides it).
+    may_give_up: bool = False
+
+    def gives_up(self, config: Mapping[str, Any]) -> bool:
+        """Whether the runtime may give up on this domain's tasks under ``config``."""
+        value = (config.get("camp", {}).get("selection") or {}).get("give_up")
+        return self.may_give_up if value is None else bool(value)
 
     @abstractmethod
     def default_config(self) -> dict[str, Any]:

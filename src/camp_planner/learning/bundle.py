@@ -48,8 +48,9 @@ def trained_bundle(
     # do-no-harm gate (each left out only where given, so that older keys stay the same).
     if "test_seed" in trained_on.get("tasks", {}):
         trained_on["tasks"] = {k: v for k, v in trained_on["tasks"].items() if k != "test_seed"}
-    if "gate" in trained_on.get("camp", {}):
-        trained_on["camp"] = {k: v for k, v in trained_on["camp"].items() if k != "gate"}
+    for key in ("gate", "selection"):
+        if key in trained_on.get("camp", {}):
+            trained_on["camp"] = {k: v for k, v in trained_on["camp"].items() if k != key}
     key = json.dumps(trained_on, sort_keys=True, default=str)
     digest = hashlib.sha1(key.encode()).hexdigest()[:10]
     return artifacts / domain / planner / f"seed{seed}" / f"selector-{digest}.pt"

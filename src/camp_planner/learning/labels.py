@@ -35,7 +35,7 @@ from camp_planner.workflow import CSIPayload, Pipeline
 PURE = "pure"
 # Outcomes of an episode whose planning call gave up (the CAMP method then falls back to the
 # next context); "horizon" and "terminal" episodes acted to the end and have no fallback.
-PLANNING_FAILURES = frozenset({"timeout", "no_plan", "planner_error", "too_long"})
+PLANNING_FAILURES = frozenset({"timeout", "no_plan", "planner_error", "too_long", "capped"})
 REPEAT_SEED = 7919  # planner-seed stride between repeated scores of one (task, context)
 
 

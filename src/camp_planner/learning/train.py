@@ -15,6 +15,7 @@ import numpy as np
 
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
+from camp_planner.core.objective import attempt_cap
 from camp_planner.learning.executor import Workers, make_executor
 from camp_planner.learning.gate import GainTable
 from camp_planner.learning.labels import (
@@ -25,6 +26,7 @@ from camp_planner.learning.labels import (
     checkpoint_path,
     score,
 )
+from camp_planner.learning.objective_model import ObjectiveModel, runtime_values
 from camp_planner.learning.structural import selector_input
 from camp_planner.progress import progress_bar
 from camp_planner.workflow import Pipeline
@@ -50,7 +52,7 @@ class TrainResult:
 
 
 # `camp` settings that only the CAMP method reads when it runs (not the scoring of contexts).
-CAMP_METHOD_ONLY = frozenset({"attempt_budget_s", "gate"})
+CAMP_METHOD_ONLY = frozenset({"attempt_budget_s", "gate", "selection"})
 
 
 def score_checkpoint(
@@ -271,6 +273,7 @@ def train(
             bar.close()
     counts = Counter(contexts[i].name for i in labels)
     gains = gain_table(pipe, labelled, cfg, planner)
+    model = objective_model(pipe, labelled, features, cfg, planner, seed)
     bundle = Bundle(
         domain=pipe.domain.name,
         domain_version=pipe.domain.version,
@@ -287,6 +290,7 @@ def train(
             "final_loss": report.final_loss,
             "config": pipe.config,
             "gain_table": gains.to_json(),
+            "objective_model": model.to_json(),
             # A space of templates: what their instances keep, by role (core/role_relevance.py).
             **(
                 {"role_relevance": pipe.role_relevance().to_json()}
@@ -330,6 +334,37 @@ def gain_table(pipe: Pipeline, matrix: ScoreMatrix, cfg: SelectorConfig, planner
 
     lam = pipe.lam(planner) if cfg.label_cost == "work" else None
     return GainTable.from_matrix(matrix, lam, cfg.label_cost, feasible)
+
+
+def objective_model(
+    pipe: Pipeline,
+    matrix: ScoreMatrix,
+    features: np.ndarray,
+    cfg: SelectorConfig,
+    planner: str,
+    seed: int,
+) -> ObjectiveModel:
+    """Each context's objective predicted from the selector's input, for the runtime's
+    selection rule (learning/objective_model.py): fitted on what the runtime would earn in
+    each context on each training task (attempt caps and fallbacks included), where the
+    screen would offer it."""
+    lam = pipe.lam(planner)
+    give_up = pipe.domain.gives_up(pipe.config)
+    tasks = pipe.tasks("train")
+    probe = pipe.domain.make_mdp(tasks[0], pipe.config)
+    caps: list[float | None] = [None] * len(tasks)
+    if attempt_cap(probe, lam) is not None:  # only domains with a return estimate have caps
+        caps = [attempt_cap(pipe.domain.make_mdp(t, pipe.config), lam) for t in tasks]
+    by_id = {c.id: c for c in pipe.space}
+    graphs = [pipe.domain.region_graph(t) for t in tasks]
+
+    def feasible(task: int, context_id: str) -> bool:
+        graph = graphs[task] if cfg.screen else None
+        return graph is None or graph.can_reach_goal(by_id[context_id])
+
+    rows = [features[t] for t in matrix.tasks]
+    value = runtime_values(matrix, lam, cfg.label_cost, caps, give_up, feasible)
+    return ObjectiveModel.fit(np.stack(rows), matrix.context_ids, value, seed)
 
 
 def describe(result: TrainResult) -> dict[str, Any]:

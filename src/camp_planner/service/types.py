@@ -9,6 +9,7 @@ from camp_planner.domains.interface.errors import ErrorCode
 from camp_planner.domains.interface.plan import PlanStepData
 from camp_planner.domains.interface.scene import Pose2
 from camp_planner.learning.gate import GateDecision
+from camp_planner.runtime.selection import Selection
 
 
 @dataclass
@@ -24,6 +25,9 @@ class SelectionResult:
     # The do-no-harm gate's decision (its predicted gain, bound and reason); None for a
     # selection made without the gate.
     gate: GateDecision | None = None
+    # The runtime's whole selection: its rule, the candidates with their predicted objectives
+    # and bounds, the fallback order and why.
+    selection: Selection | None = None
 
 
 @dataclass
@@ -48,6 +52,8 @@ class PlanResult:
     dropped_objects: list[str] = field(default_factory=list)
     outcome: str = ""
     contexts_tried: list[str] = field(default_factory=list)
+    # What the runtime would try, in order (names; "give up" last if it would).
+    fallback_order: list[str] = field(default_factory=list)
 
     @staticmethod
     def failure(code: ErrorCode, message: str) -> PlanResult:

@@ -108,8 +108,8 @@ def test_templates_name_the_space_and_their_instances_keep_variables_by_role(
 
 @pytest.mark.pybullet
 def test_the_camp_method_plans_in_the_instance_of_the_selected_template(tmp_path: Path) -> None:
+    from camp_planner.eval.methods import CampMethod
     from camp_planner.learning.bundle import Bundle
-    from camp_planner.learning.methods import CampMethod
     from camp_planner.learning.selector import ContextSelector, SelectorConfig
 
     pipe = Pipeline.from_config("namo", _config(templates=["shortest_route"]), tmp_path)
@@ -119,11 +119,11 @@ def test_the_camp_method_plans_in_the_instance_of_the_selected_template(tmp_path
     selector = ContextSelector(features.shape[1:], 2, SelectorConfig(learning_rate=1e-2))
     selector.fit(features, np.ones(4, dtype=int))
     with pytest.raises(CampError, match="templates but no role relevance"):
-        CampMethod(Bundle("namo", D.version, space, {}, selector, {}))
+        CampMethod(Bundle("namo", D.version, space, {}, selector, {})).runtime(pipe, "tamp")
     meta = {"role_relevance": pipe.role_relevance().to_json()}
-    method = CampMethod(Bundle("namo", D.version, space, {}, selector, meta), gate=False)
+    method = CampMethod(Bundle("namo", D.version, space, {}, selector, meta), rule="ungated")
     task = pipe.task("test", 1)
-    run = method.run(pipe, "tamp", task, seed=0)
+    run = method.runtime(pipe, "tamp").run(task, seed=0)
     assert run.first == template and run.result.used[0] == template.id
-    assert run.camp.context == D.instantiate(template, task)
+    assert run.camp is not None and run.camp.context == D.instantiate(template, task)
     assert run.result.success

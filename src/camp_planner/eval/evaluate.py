@@ -33,13 +33,13 @@ import numpy as np
 
 from camp_planner.config import TEST_SEED, check_task_seed, with_test_seed
 from camp_planner.core.errors import CampError
+from camp_planner.eval.episodes import run_episodes
+from camp_planner.eval.methods import TrainingData, make_methods
+from camp_planner.eval.paired import compare_methods, p_value, paired_difference
 from camp_planner.learning import ALL_METHODS
 from camp_planner.learning.bundle import load_bundle, shipped_bundle
-from camp_planner.learning.episodes import run_episodes
 from camp_planner.learning.executor import Workers
 from camp_planner.learning.labels import Score, ScoreMatrix
-from camp_planner.learning.methods import TrainingData, make_methods
-from camp_planner.learning.paired import compare_methods, p_value, paired_difference
 from camp_planner.learning.train import score_split, train
 from camp_planner.planners.registry import planner_names, planner_version
 from camp_planner.progress import progress_bar
@@ -48,7 +48,7 @@ from camp_planner.workflow import Pipeline
 T = TypeVar("T")
 
 METRICS = ("objective", "discounted_return", "compute_time_s", "success", "fallbacks")
-# CAMP against every other method, episode by episode (learning/paired.py).
+# CAMP against every other method, episode by episode (eval/paired.py).
 PAIRED_METRICS = ("objective", "compute_time_s")
 LABELS = {
     "camp": "CAMP (ours)",

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from camp_planner.cli import main
+from camp_planner.eval.sweeps import relabel
 from camp_planner.learning.labels import Score, ScoreMatrix
-from camp_planner.learning.sweeps import relabel
 
 
 def test_relabel_trades_return_against_time() -> None:

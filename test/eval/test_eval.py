@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from camp_planner.cli import main
+from camp_planner.eval.evaluate import interleaved, work_comparison, work_markdown
 from camp_planner.learning import METHOD_NAMES
-from camp_planner.learning.evaluate import interleaved, work_comparison, work_markdown
 
 # Five training tasks are too few for the do-no-harm gate (camp.gate.min_tasks), which would
 # send every test task to the universal context; these tests check the eval's records, so the
@@ -152,7 +152,7 @@ def test_unknown_method_is_a_clear_error(
 
 
 def test_stage_breakdown_pools_seeds_and_counts_missing_stages_as_zero() -> None:
-    from camp_planner.learning.evaluate import stage_breakdown
+    from camp_planner.eval.evaluate import stage_breakdown
     from camp_planner.learning.labels import Score
 
     a = Score(0, "c", 1.0, 1.0, 3.0, True, "goal", stage_times_s={"prepare": 2.0, "act": 1.0})
@@ -168,7 +168,7 @@ def test_the_oracle_rerun_plans_the_oracles_context_with_fresh_randomness() -> N
     from types import SimpleNamespace
 
     from camp_planner.core.objective import EpisodeResult
-    from camp_planner.learning.methods import RERUN_SEED_OFFSET, OracleRerun
+    from camp_planner.eval.methods import RERUN_SEED_OFFSET, OracleRerun
 
     other, best = SimpleNamespace(id="a"), SimpleNamespace(id="b")
     matrix = SimpleNamespace(context_ids=["a", "b"], best_index=lambda task: 1)
@@ -188,7 +188,7 @@ def test_the_oracle_rerun_plans_the_oracles_context_with_fresh_randomness() -> N
 def test_a_new_domain_version_never_reuses_an_old_evals_scores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from camp_planner.learning.evaluate import seed_cache
+    from camp_planner.eval.evaluate import seed_cache
     from camp_planner.workflow import Pipeline
 
     pipe = Pipeline.create("gridworld", None, tmp_path)
@@ -202,7 +202,7 @@ def test_a_new_domain_version_never_reuses_an_old_evals_scores(
 def test_a_new_baseline_version_reruns_the_eval_but_keeps_the_labels(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from camp_planner.learning.evaluate import seed_cache
+    from camp_planner.eval.evaluate import seed_cache
     from camp_planner.learning.train import score_checkpoint
     from camp_planner.planners.stilman import Stilman
     from camp_planner.workflow import Pipeline
@@ -217,7 +217,7 @@ def test_a_new_baseline_version_reruns_the_eval_but_keeps_the_labels(
 
 
 def test_median_speedups_over_pure_planning_are_reported_with_their_ceiling() -> None:
-    from camp_planner.learning.evaluate import aggregate, table_markdown
+    from camp_planner.eval.evaluate import aggregate, table_markdown
     from camp_planner.learning.labels import Score
 
     def run(times: list[float]) -> list[Score]:
@@ -242,7 +242,7 @@ def test_median_speedups_over_pure_planning_are_reported_with_their_ceiling() ->
 
 
 def test_same_plans_counts_the_universal_episodes_apart_and_skips_unrecorded_plans() -> None:
-    from camp_planner.learning.evaluate import same_plans
+    from camp_planner.eval.evaluate import same_plans
 
     def row(context: str, plan: str) -> dict[str, object]:
         return {"context_id": context, "plan": plan}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from camp_planner.learning.paired import bootstrap_interval, compare_methods, paired_difference
+from camp_planner.eval.paired import bootstrap_interval, compare_methods, paired_difference
 
 
 def test_a_consistent_lead_is_beyond_noise_and_a_coin_flip_is_not() -> None:
@@ -55,7 +55,7 @@ def test_a_bootstrap_interval_brackets_the_statistic_and_narrows_with_more_value
 
 
 def test_the_signed_rank_test_reads_wins_pair_by_pair_not_the_tail() -> None:
-    from camp_planner.learning.paired import p_value, signed_rank_p
+    from camp_planner.eval.paired import p_value, signed_rank_p
 
     # Twelve small wins and one huge loss: the mean says "behind", the ranks say "ahead".
     d = [1.0 + 0.1 * i for i in range(12)] + [-500.0]

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 
 from camp_planner.core.errors import CampError
+from camp_planner.eval.episodes import run_episodes
+from camp_planner.eval.evaluate import seed_pipeline
+from camp_planner.eval.methods import CampMethod, Method, Pure
 from camp_planner.learning.bundle import Bundle
-from camp_planner.learning.episodes import run_episodes
-from camp_planner.learning.evaluate import seed_pipeline
 from camp_planner.learning.executor import Workers
 from camp_planner.learning.jsonl import append_record, corrupt, read_records
 from camp_planner.learning.labels import ScoreMatrix
-from camp_planner.learning.methods import CampMethod, Method, Pure
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
 from camp_planner.learning.structural import selector_input
 from camp_planner.learning.train import (

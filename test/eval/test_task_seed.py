@@ -55,8 +55,8 @@ def test_the_pddl_domain_refuses_a_test_seed_its_files_cannot_honour() -> None:
 def test_run_k_tests_on_the_draw_of_seed_s_plus_k_and_trains_as_without_it(
     tmp_path: Path,
 ) -> None:
+    from camp_planner.eval.evaluate import seed_cache, split_pipelines, with_test_seed
     from camp_planner.learning.bundle import trained_bundle
-    from camp_planner.learning.evaluate import seed_cache, split_pipelines, with_test_seed
     from camp_planner.learning.train import score_checkpoint
 
     base = Pipeline.create("gridworld", None, tmp_path)

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from camp_planner.eval.methods import Method
 from camp_planner.learning.executor import ExecutorSpec, Workers, make_executor
 from camp_planner.learning.labels import Score, worker_pipeline
-from camp_planner.learning.methods import Method
 from camp_planner.workflow import CSIPayload, Pipeline
 
 

@@ -6,9 +6,10 @@ import numpy as np
 
 from camp_planner.core.context import Context, Term
 from camp_planner.core.context_space import ContextSpace
+from camp_planner.eval.methods import CampMethod, StateEncoder
 from camp_planner.learning.bundle import Bundle
-from camp_planner.learning.methods import CampMethod, StateEncoder
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
+from camp_planner.runtime.camp_runtime import CampRun
 from camp_planner.workflow import Pipeline
 
 
@@ -42,7 +43,7 @@ def test_screening_skips_a_context_that_cannot_reach_the_goal(tmp_path: Path) ->
     selector.fit(features, np.ones(4, dtype=int))  # always "bad"
     bundle = Bundle("gridworld", "2", space, {bad.id: pipe.store.get(bad)}, selector, {})
     method = CampMethod(bundle)
-    kept, screened = method.selection(pipe, pipe.task("test", 0))
+    kept, screened, _ = method.runtime(pipe, "bfs_replan").rank(pipe.task("test", 0))
     assert [c for c, _ in kept] == [Context.universal()] and screened == [bad]
     score = method.evaluate(pipe, "bfs_replan", 0, seed=0)
     assert score.context_id == "universal" and score.fallbacks == 0 and score.success
@@ -58,8 +59,8 @@ def test_state_encoder_is_one_hot_per_variable(tmp_path: Path) -> None:
 
 
 def test_policy_learning_training_stops_at_the_domains_iteration_bound(tmp_path: Path) -> None:
+    from camp_planner.eval.methods import PolicyLearning, TrainingData
     from camp_planner.learning.labels import Score, ScoreMatrix
-    from camp_planner.learning.methods import PolicyLearning, TrainingData
 
     pipe = _pipe(tmp_path)
     mdp = pipe.domain.make_mdp(pipe.task("train", 0), pipe.config)
@@ -85,7 +86,7 @@ def test_attempt_budget_is_read_from_the_camp_settings_and_checked(tmp_path: Pat
     from camp_planner.config import load_config
     from camp_planner.core.errors import CampError
     from camp_planner.domains import get_domain
-    from camp_planner.learning.methods import attempt_budget
+    from camp_planner.runtime.camp_runtime import attempt_budget
 
     domain = get_domain("namo")
     assert attempt_budget(domain.default_config()) is None  # off unless asked for
@@ -115,7 +116,7 @@ def test_a_camp_method_from_a_bundle_takes_the_settings_and_a_missing_bundle_is_
     import pytest
 
     from camp_planner.core.errors import CampError
-    from camp_planner.learning.methods import bundled_camp_method
+    from camp_planner.eval.methods import bundled_camp_method
 
     pipe = Pipeline.create("gridworld", None, tmp_path)
     # The package ships a bundle for NAMO with TAMP only.
@@ -140,21 +141,24 @@ def _always(pipe: Pipeline, context: Context, gains: dict[str, list[float]] | No
     return Bundle("gridworld", "2", space, {context.id: pipe.store.get(context)}, selector, meta)
 
 
+def _run(method: CampMethod, pipe: Pipeline) -> CampRun:
+    return method.runtime(pipe, "bfs_replan").run(pipe.task("test", 0), seed=0)
+
+
 def test_the_gate_plans_with_the_universal_context_when_the_gain_is_noise(
     tmp_path: Path,
 ) -> None:
     pipe = _pipe(tmp_path)
     rooms = Context("disjunction", tuple(Term("agent_room", r) for r in range(9)))
     noisy = {rooms.id: [30.0, -28.0] * 10}
-    run = CampMethod(_always(pipe, rooms, noisy)).run(
-        pipe, "bfs_replan", pipe.task("test", 0), seed=0
-    )
-    assert run.gate is not None and not run.gate.committed and run.gate.proposed == rooms
+    run = _run(CampMethod(_always(pipe, rooms, noisy)), pipe)
+    gate = run.selection.gate
+    assert gate is not None and not gate.committed and gate.proposed == rooms
     assert run.first == Context.universal() and run.result.used == ["universal"]
     # The paper's CAMP (the ungated method) plans in the selector's choice regardless.
-    ungated = CampMethod(_always(pipe, rooms, noisy), gate=False)
+    ungated = CampMethod(_always(pipe, rooms, noisy), rule="ungated")
     assert ungated.name == "camp_ungated"
-    assert ungated.run(pipe, "bfs_replan", pipe.task("test", 0), seed=0).first == rooms
+    assert _run(ungated, pipe).first == rooms
 
 
 def test_the_gate_commits_to_a_context_whose_gain_clearly_beats_its_noise(
@@ -162,27 +166,27 @@ def test_the_gate_commits_to_a_context_whose_gain_clearly_beats_its_noise(
 ) -> None:
     pipe = _pipe(tmp_path)
     rooms = Context("disjunction", tuple(Term("agent_room", r) for r in range(9)))
-    run = CampMethod(_always(pipe, rooms, {rooms.id: [10.0, 11.0, 9.0] * 5})).run(
-        pipe, "bfs_replan", pipe.task("test", 0), seed=0
-    )
-    assert run.gate is not None and run.gate.committed and run.first == rooms
+    run = _run(CampMethod(_always(pipe, rooms, {rooms.id: [10.0, 11.0, 9.0] * 5})), pipe)
+    gate = run.selection.gate
+    assert gate is not None and gate.committed and run.first == rooms
     assert run.result.used[0] == rooms.id
     # A bundle trained before the gate keeps the selector's choice, and says why.
-    old = CampMethod(_always(pipe, rooms, None)).run(pipe, "bfs_replan", pipe.task("test", 0), 0)
-    assert old.first == rooms and old.gate is not None and "no gain table" in old.gate.reason
+    old = _run(CampMethod(_always(pipe, rooms, None)), pipe)
+    assert old.first == rooms and old.selection.gate is not None
+    assert "no gain table" in old.selection.gate.reason
 
 
 def test_the_universal_context_plans_in_the_tasks_own_mdp(tmp_path: Path) -> None:
     """The universal CAMP keeping every variable is the task itself: no CAMP mapping to pay."""
     pipe = _pipe(tmp_path)
     rooms = Context("disjunction", tuple(Term("agent_room", r) for r in range(9)))
-    method = CampMethod(_always(pipe, rooms, None))
+    runtime = CampMethod(_always(pipe, rooms, None)).runtime(pipe, "bfs_replan")
     mdp = pipe.domain.make_mdp(pipe.task("test", 0), pipe.config)
     universal = Context.universal()
     task = pipe.task("test", 0)
-    assert method.planned_in(pipe, universal, method.build(pipe, mdp, universal, task)) is None
-    camp = method.build(pipe, mdp, rooms, task)
-    assert method.planned_in(pipe, rooms, camp) is camp
+    assert runtime.planned_in(universal, runtime.build(mdp, universal, task)) is None
+    camp = runtime.build(mdp, rooms, task)
+    assert runtime.planned_in(rooms, camp) is camp
     # Where the domain learns the universal context's relevance, its CAMP drops variables.
     pipe.config["camp"]["universal_relevance"] = "learned"
-    assert method.planned_in(pipe, universal, camp) is camp
+    assert runtime.planned_in(universal, camp) is camp

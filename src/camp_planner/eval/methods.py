@@ -1,41 +1,34 @@
 """The methods compared in the paper (section 5.2), behind one interface.
 
-CAMP (ours, with the do-no-harm gate of learning/gate.py and ranked fallbacks), the paper's
-CAMP without the gate (``camp_ungated``), the CAMP ablation (sink only, no projection), pure
-planning, plan transfer (majority vote over training plans), policy learning (state → action
-imitation), task-conditioned policy learning (state + task features), and the oracle (best
-context per test task in hindsight, the upper bound for context selection).
+CAMP (ours: the CAMP runtime, with its selection rule and fallbacks), the paper's CAMP
+(``camp_ungated``: the selector's first choice, then the next-ranked), the CAMP ablation
+(sink only, no projection), pure planning, plan transfer (majority vote over training
+plans), policy learning (state → action imitation), task-conditioned policy learning (state
++ task features), and the oracle (best context per test task in hindsight, the upper bound
+for context selection).
 """
 
 from __future__ import annotations
 
 import random
-import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from camp_planner.core.camp import CAMP
-from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
-from camp_planner.core.feasibility import screen
 from camp_planner.core.mdp import Action, FactoredMDP, State, freeze
-from camp_planner.core.objective import Attempt, EpisodeResult, run_episode, run_with_fallbacks
+from camp_planner.core.objective import EpisodeResult, run_episode
 from camp_planner.core.planner import Deadline, Planner
-from camp_planner.core.relevance import relevant_from_csis
-from camp_planner.core.role_relevance import RoleRelevance
 from camp_planner.learning import ALL_METHODS
 from camp_planner.learning.bundle import Bundle, load_bundle, shipped_bundle
-from camp_planner.learning.gate import GainTable, GateConfig, GateDecision, decide
 from camp_planner.learning.labels import Score, ScoreMatrix, score_of
 from camp_planner.learning.selector import ContextSelector, SelectorConfig
-from camp_planner.learning.structural import selector_input
-from camp_planner.planners import make_planner
+from camp_planner.runtime.camp_runtime import CampRuntime
 from camp_planner.workflow import Pipeline
 
 
@@ -109,168 +102,50 @@ class OtherPlanner(Method):
 
 
 class CampMethod(Method):
-    """Select a context with the bundle's selector, build the CAMP, plan, execute; on failure
-    fall back to the next-ranked contexts and finally the universal context."""
+    """The CAMP way, through the CAMP runtime (:mod:`camp_planner.runtime`): select with
+    the bundle's selector and rule, build the CAMP, plan, execute, fall back.
+
+    ``rule``: the selection rule (None: ``camp.selection.rule``); ``ungated`` is the paper's
+    CAMP (the ``camp_ungated`` method, to measure what the rule does)."""
 
     def __init__(
         self,
         bundle: Bundle,
         ablation: bool = False,
         max_fallbacks: int = 2,
-        gate: bool | None = None,
+        rule: str | None = None,
     ) -> None:
         self.bundle = bundle
         self.ablation = ablation
         self.max_fallbacks = max_fallbacks
-        # None: as ``camp.gate.enabled`` says; False: the paper's CAMP, which always plans in
-        # the selector's choice (the ``camp_ungated`` method, to measure what the gate does).
-        self.gate = gate
-        self.name = "camp_ablation" if ablation else "camp" if gate is not False else "camp_ungated"
-        stored = bundle.metadata.get("gain_table")
-        self.gain_table = GainTable.from_json(stored) if stored is not None else None
-        roles = bundle.metadata.get("role_relevance")
-        self.roles = RoleRelevance.from_json(roles) if roles is not None else None
-        if self.roles is None and any(c.is_template for c in bundle.space):
-            raise CampError("the bundle's space has context templates but no role relevance")
-        # A context's relevant set depends only on its CSIs and the reward variables, so a
-        # service answering many scenes computes it once per context.
-        self._relevant: dict[tuple[str, frozenset[str]], frozenset[str]] = {}
-        # torch's first forward passes cost tens of milliseconds (allocator and kernel
-        # set-up); a deployed selector pays that once at start-up, not in a task's budget.
-        selector = bundle.selector
-        for _ in range(3):
-            selector.ranked(np.zeros(selector.input_shape, dtype=np.float32))
+        self.rule = rule
+        self.name = "camp_ablation" if ablation else "camp" if rule != "ungated" else "camp_ungated"
+        self._runtimes: dict[tuple[int, str], tuple[Pipeline, CampRuntime]] = {}
 
-    def ranked_contexts(
-        self, pipe: Pipeline, task: Any, mdp: FactoredMDP | None = None
-    ) -> list[tuple[Context, float]]:
-        """The selector's ranking, without the contexts screened out as unable to reach the
-        goal (when the selector screens)."""
-        return self.selection(pipe, task, mdp)[0]
+    def runtime(self, pipe: Pipeline, planner: str) -> CampRuntime:
+        """The runtime for ``pipe`` and ``planner`` (one per pipeline, kept warm)."""
+        key = (id(pipe), planner)
+        found = self._runtimes.get(key)
+        if found is None or found[0] is not pipe:
+            runtime = CampRuntime(
+                pipe,
+                planner,
+                self.bundle,
+                ablation=self.ablation,
+                rule=self.rule,
+                max_fallbacks=self.max_fallbacks,
+            )
+            found = self._runtimes[key] = (pipe, runtime)
+        return found[1]
 
-    def selection(
-        self, pipe: Pipeline, task: Any, mdp: FactoredMDP | None = None
-    ) -> tuple[list[tuple[Context, float]], list[Context]]:
-        """(ranked contexts kept, contexts screened out); ``mdp``: the task's MDP when the
-        caller already built it (a structural selector reads it)."""
-        selector = self.bundle.selector
-        x = selector_input(
-            pipe,
-            task,
-            selector.cfg.model,
-            list(self.bundle.space),
-            lambda m, context: self.relevant(pipe, m, context),
-            mdp,
-        )
-        ranked = [(self.bundle.space[i], p) for i, p in selector.ranked(x)]
-        if not selector.cfg.screen:
-            return ranked, []
-        return screen(ranked, pipe.domain.region_graph(task))
-
-    def gate_config(self, pipe: Pipeline) -> GateConfig:
-        """The configuration's ``camp.gate``, switched off for the ungated method."""
-        cfg = GateConfig.from_config(pipe.config)
-        return replace(cfg, enabled=False) if self.gate is False else cfg
-
-    def decide(self, pipe: Pipeline, ranked: Sequence[tuple[Context, float]]) -> GateDecision:
-        """The do-no-harm gate's decision on the selector's ranking (learning/gate.py)."""
-        return decide(ranked, self.gain_table, self.gate_config(pipe))
-
-    def plan_order(
-        self, pipe: Pipeline, ranked: Sequence[tuple[Context, float]], decision: GateDecision
-    ) -> list[Context]:
-        """The contexts to try, in order: the gate's choice, then (if it committed to a
-        context) the next-ranked contexts the gate would also commit to, up to
-        ``max_fallbacks``, and finally the universal context."""
-        order = [decision.context]
-        if decision.committed and not decision.context.is_universal:
-            for context, _ in ranked[1:]:
-                if len(order) > self.max_fallbacks:
-                    break
-                if context.is_universal:
-                    continue
-                if self.decide(pipe, [(context, 0.0)]).committed:
-                    order.append(context)
-        if not any(c.is_universal for c in order):
-            order.append(Context.universal())
-        return order
-
-    def relevant(self, pipe: Pipeline, mdp: FactoredMDP, context: Context) -> frozenset[str]:
-        """The relevant variables of a concrete ``context`` from the bundle's CSIs (cached),
-        or by role for a template's instance."""
-        if not pipe.needs_csis(context):
-            return frozenset(v.name for v in mdp.variables)
-        if self.roles is not None:
-            return self.roles.relevant(mdp, context)
-        key = (context.id, frozenset(mdp.reward_vars))
-        found = self._relevant.get(key)
-        if found is None:
-            csis = self.bundle.csis.get(context.id)
-            if csis is None:
-                raise CampError(f"the bundle has no CSIs for context {context.name}")
-            found = self._relevant[key] = relevant_from_csis(csis, mdp.reward_vars)
-        return found
-
-    def build(self, pipe: Pipeline, mdp: FactoredMDP, context: Context, task: Any) -> CAMP:
-        """The CAMP of ``context`` (a template: its instance on ``task``)."""
-        context = pipe.domain.instantiate(context, task)
-        sink = float(pipe.config["camp"]["sink_reward"])
-        if self.ablation:
-            return CAMP.build(mdp, context, None, sink)
-        return CAMP.build(mdp, context, self.relevant(pipe, mdp, context), sink)
-
-    def planned_in(self, pipe: Pipeline, context: Context, camp: CAMP) -> CAMP | None:
-        """What an attempt plans in: the CAMP, or (None) the task's own MDP when the CAMP is
-        the universal context keeping every variable. That CAMP is the task itself, and
-        planning it through the CAMP's state mapping only adds the mapping's cost: 20-40 %
-        of BFS-replan's time in the gridworld, where pure planning made the same plan."""
-        if context.is_universal and not self.ablation and not pipe.needs_csis(context):
-            return None
-        return camp
+    def __getstate__(self) -> dict[str, Any]:
+        # Runtimes hold a process's pipeline (simulators): a worker builds its own.
+        return {**self.__dict__, "_runtimes": {}}
 
     def evaluate(self, pipe: Pipeline, planner: str, task_index: int, seed: int) -> Score:
-        run = self.run(pipe, planner, pipe.task("test", task_index), seed)
-        return score_of(task_index, run.first.id, run.result)
-
-    def run(self, pipe: Pipeline, planner: str, task: Any, seed: int) -> CampRun:
-        """Select, build the CAMP, plan and execute ``task``, falling back down the ranking
-        (and finally to the universal context) whenever planning fails."""
-        mdp = pipe.domain.make_mdp(task, pipe.config)
-        settings = pipe.planner_settings(planner)
-        t0 = time.perf_counter()
-        ranked = self.ranked_contexts(pipe, task, mdp)
-        decision = self.decide(pipe, ranked)
-        order = self.plan_order(pipe, ranked, decision)
-        selection = time.perf_counter() - t0
-        built: list[tuple[Context, CAMP]] = []
-        budget = attempt_budget(pipe.config)
-
-        def attempts() -> Iterator[Attempt]:
-            for i, context in enumerate(order):
-                start = time.perf_counter()
-                camp = self.build(pipe, mdp, context, task)
-                built.append((context, camp))
-                setup = time.perf_counter() - start + (selection if i == 0 else 0.0)
-                yield Attempt(
-                    context.id,
-                    self.planned_in(pipe, context, camp),
-                    make_planner(planner, seed=seed, **settings),
-                    setup,
-                    # The universal context is the last resort: it keeps the full timeout
-                    # and follows its plan even when the horizon cuts it short.
-                    None if context.is_universal else budget,
-                    horizon_fallback=not context.is_universal,
-                )
-
-        result = run_with_fallbacks(
-            mdp,
-            attempts(),
-            lam=pipe.lam(planner),
-            timeout_s=float(pipe.config["timeout_s"]),
-            rng=random.Random(seed),
-        )
-        context, camp = built[-1]
-        return CampRun(result, ranked, selection, order[0], context, camp, decision)
+        run = self.runtime(pipe, planner).run(pipe.task("test", task_index), seed)
+        first = run.first
+        return score_of(task_index, "give_up" if first is None else first.id, run.result)
 
 
 def bundled_camp_method(
@@ -282,7 +157,7 @@ def bundled_camp_method(
 ) -> CampMethod:
     """The CAMP method with ``bundle``'s selector (default: the one the package ships for the
     pipeline's domain and ``planner``), planning with the configuration's planner settings
-    updated by ``settings`` and its timeout replaced by ``timeout_s`` (the method reads both
+    updated by ``settings`` and its timeout replaced by ``timeout_s`` (the runtime reads both
     from the configuration)."""
     world = pipe.domain.world_name(pipe.config)
     path = bundle if bundle is not None else shipped_bundle(pipe.domain.name, planner, world)
@@ -297,33 +172,6 @@ def bundled_camp_method(
     if timeout_s is not None:
         pipe.config["timeout_s"] = timeout_s
     return method
-
-
-def attempt_budget(config: Mapping[str, Any]) -> float | None:
-    """``camp.attempt_budget_s``: the seconds a non-universal context may plan before the
-    next fallback takes over (None: the call timeout). Heavy-tailed planners (NAMO's TAMP)
-    sometimes run a small context for 10 s where the universal context needs 1.5 s."""
-    value = config.get("camp", {}).get("attempt_budget_s")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise CampError(f"camp.attempt_budget_s must be a positive number or null, got {value!r}")
-    return float(value)
-
-
-@dataclass
-class CampRun:
-    """One task planned the CAMP way: the episode, the selector's ranking (probabilities),
-    the selection time, the context tried first, the context and CAMP of the attempt that
-    ended the episode (a fallback's, if the first failed), and the gate's decision."""
-
-    result: EpisodeResult
-    ranked: list[tuple[Context, float]]
-    selection_s: float
-    first: Context
-    context: Context
-    camp: CAMP
-    gate: GateDecision | None = None
 
 
 class Oracle(Method):
@@ -527,7 +375,7 @@ def make_methods(
         elif name == "camp_ungated":
             if bundle is None:
                 raise CampError(f"method {name} needs a trained selector bundle")
-            out.append(CampMethod(bundle, gate=False))
+            out.append(CampMethod(bundle, rule="ungated"))
         elif name in ("oracle", "oracle_rerun"):
             if test_matrix is None:
                 raise CampError("the oracle needs the test-task score matrix")
