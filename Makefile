@@ -31,7 +31,7 @@ $(STAMPS)/msgs: $(MSGS_SRC) $(STAMPS)/requirements
 	  || { mkdir -p build; cat build/camp_msgs.cmake.log; exit 1; }
 	cmake --build build/camp_msgs -j2 > build/camp_msgs.build.log 2>&1 || { cat build/camp_msgs.build.log; exit 1; }
 	cmake --install build/camp_msgs > /dev/null
-	$(PY) -c 'from camp_msgs.msg import Context; from camp_msgs.srv import SelectContext; from camp_msgs.action import PlanTask; from camp_msgs.msg import Plan'
+	$(PY) -c 'from camp_msgs.msg import Context, Candidate; from camp_msgs.srv import SelectContext; from camp_msgs.action import PlanTask; from camp_msgs.msg import Plan'
 	@touch $@
 
 $(STAMPS)/package: setup.py setup.cfg package.xml $(STAMPS)/requirements

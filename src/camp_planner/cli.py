@@ -22,6 +22,7 @@ from camp_planner.domains import domain_names, get_domain
 from camp_planner.domains.base import RenderPanel
 from camp_planner.learning import ALL_METHODS, METHOD_NAMES
 from camp_planner.learning.executor import EXECUTORS, ExecutorSpec, close_executors, require
+from camp_planner.learning.labels import plan_digest
 from camp_planner.planners import planner_names
 from camp_planner.progress import progress_bar
 from camp_planner.ros.cli import add_parsers as add_ros_parsers
@@ -387,6 +388,7 @@ def _plan(args: argparse.Namespace) -> int:
         "dropped_variables": dropped,
         "lambda": pipe.lam(args.planner) if args.lam is None else args.lam,
         **result.summary(),
+        "plan_digest": plan_digest([list(a) for a in result.actions]),
         # What the runtime tries, in order: a named context alone (pure planning: nothing).
         "fallback_order": (
             selection["fallback_order"]

@@ -232,11 +232,12 @@ def runtime_values(
     first on the training task of ``matrix.tasks[row]``, read from its label.
 
     A context that reaches the goal or acts to the horizon within the task's attempt cap
-    (``caps[task]``, seconds, by task index; None: no cap) earns its own objective. One that fails, or is
-    still planning at the cap, costs its planning time up to the cap and ends with the last
-    resort's value: 0 where the domain may give up, else the universal context's label
-    (which, as the last resort, plans on uncapped). ``feasible(task, context_id)`` false:
-    the screen never offers the context on that task (None)."""
+    (``caps[task]``, seconds, by task index; None: no cap) earns its own objective. One that
+    fails, or is still planning at the cap, costs its planning time up to the cap and ends
+    with the last resort's value: 0 where the domain may give up, else the universal
+    context's label (which, as the last resort, plans on uncapped).
+    ``feasible(task, context_id)`` false: the screen never offers the context on that task
+    (None)."""
     universal = Context.universal().id
     if universal not in matrix.context_ids:
         raise CampError("the score matrix has no universal context to value fallbacks with")

@@ -14,6 +14,7 @@ from std_msgs.msg import ColorRGBA, Header
 from trajectory_msgs.msg import JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
 
+from camp_msgs.msg import Candidate as CandidateMsg
 from camp_msgs.msg import Context as ContextMsg
 from camp_msgs.msg import ContextTerm, ObjectObservation, PlanStep, SceneObservation, StageTime
 from camp_msgs.msg import Plan as PlanMsg
@@ -23,6 +24,7 @@ from camp_planner.core.mdp import freeze
 from camp_planner.domains.interface.plan import PlanRecord, PlanStepData
 from camp_planner.domains.interface.scene import Pose as ScenePose
 from camp_planner.domains.interface.scene import Pose2, Scene, SceneObject
+from camp_planner.runtime.selection import Candidate
 from camp_planner.service.types import PlanResult, SelectionResult
 
 ARM_SECONDS_PER_MOTION = 2.0  # nominal time to reach a grasp pose from tucked, and back
@@ -193,6 +195,13 @@ def selection_to_response(result: SelectionResult, response: Any) -> Any:
     response.predicted_gain = _or_nan(gate.predicted_gain if gate else None)
     response.gain_lower_bound = _or_nan(gate.lower_bound if gate else None)
     response.reason = gate.reason if gate else "the selector's first choice"
+    selection = result.selection
+    if selection is not None:
+        response.reason = selection.reason
+        response.rule = selection.rule
+        response.give_up = selection.first is None
+        response.candidates = [candidate_to_msg(c) for c in selection.candidates]
+        response.fallback_order = selection.fallback_order()
     response.alternatives = [context_to_msg(c) for c, _ in result.alternatives]
     response.alternative_probabilities = [float(p) for _, p in result.alternatives]
     response.relevant_variables = list(result.relevant)
@@ -200,6 +209,20 @@ def selection_to_response(result: SelectionResult, response: Any) -> Any:
     response.dropped_objects = list(result.dropped_objects)
     response.selector_latency = duration(result.latency_s)
     return response
+
+
+def candidate_to_msg(candidate: Candidate) -> Any:
+    """One option the runtime weighed, as ``camp_msgs/Candidate``."""
+    msg = CandidateMsg()
+    msg.give_up = candidate.context is None
+    if candidate.context is not None:
+        msg.context = context_to_msg(candidate.context)
+    msg.name = candidate.name
+    msg.probability = _or_nan(candidate.probability)
+    msg.predicted_objective = _or_nan(candidate.predicted_objective)
+    msg.lower_bound = _or_nan(candidate.lower_bound)
+    msg.training_tasks = int(candidate.n)
+    return msg
 
 
 # --- plans -----------------------------------------------------------------------------------
@@ -211,6 +234,7 @@ def plan_to_msg(result: PlanResult, frame_id: str, stamp: Any = None) -> PlanMsg
     if result.context is not None:
         msg.context = context_to_msg(result.context)
     msg.fallbacks = int(result.fallbacks)
+    msg.fallback_order = list(result.fallback_order)
     msg.base_path.header = msg.header
     for p in result.base_path:
         ps = PoseStamped()

@@ -24,6 +24,7 @@ from camp_planner.domains.interface.errors import ErrorCode, ServiceError
 from camp_planner.domains.interface.plugin import Rect
 from camp_planner.domains.interface.scene import Scene
 from camp_planner.learning.bundle import Bundle
+from camp_planner.learning.labels import plan_digest
 from camp_planner.runtime.camp_runtime import CampRuntime
 from camp_planner.runtime.selection import Selection
 from camp_planner.service.limits import MAX_FEATURE_ABS, check_plan_request
@@ -299,6 +300,7 @@ class CampService:
             outcome=result.outcome,
             contexts_tried=list(result.used),
             fallback_order=run.selection.fallback_order(),
+            plan_digest=plan_digest([list(a) for a in result.actions]),
         )
 
     # --- racing -------------------------------------------------------------------------------

@@ -54,6 +54,9 @@ class PlanResult:
     contexts_tried: list[str] = field(default_factory=list)
     # What the runtime would try, in order (names; "give up" last if it would).
     fallback_order: list[str] = field(default_factory=list)
+    # A digest of the executed actions (learning.labels.plan_digest): the same digest
+    # through the service, `camp plan` and `camp eval` is the same plan.
+    plan_digest: str = ""
 
     @staticmethod
     def failure(code: ErrorCode, message: str) -> PlanResult:
