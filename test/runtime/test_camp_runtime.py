@@ -127,7 +127,9 @@ def test_select_json_lists_the_candidates_and_the_fallback_order(
     assert out["fallback_order"] == [ROOMS.name, GIVE_UP]
     first = out["candidates"][0]
     assert set(first) >= {"context", "predicted_objective", "lower_bound", "training_tasks"}
-    assert first["context"]["id"] == ROOMS.id and first["lower_bound"] < first["predicted_objective"]
+    assert (
+        first["context"]["id"] == ROOMS.id and first["lower_bound"] < first["predicted_objective"]
+    )
     assert "joint lower bound" in out["reason"]
     assert main(["select", "--rule", "ungated", "--json", *common]) == 0
     ungated = json.loads(capsys.readouterr().out)

@@ -53,7 +53,7 @@ def test_the_bound_is_calibrated_on_held_out_tasks() -> None:
     misses = 0
     for seed in range(40):
         x, y = _data(seed=seed)
-        model = ObjectiveModel.fit(x, ["universal"], lambda i, c: float(y[c][i]), seed=seed)
+        model = ObjectiveModel.fit(x, ["universal"], lambda i, c, y=y: float(y[c][i]), seed=seed)
         if model.predict(np.zeros(6), ["universal"], 0.9)[0].lower > 40.0:
             misses += 1
     assert misses <= 8  # 10 % expected; 8 of 40 is beyond a 2-sigma excursion
