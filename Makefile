@@ -11,7 +11,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 MSGS_SRC := $(shell find src/camp_msgs -type f 2>/dev/null)
 
-.PHONY: setup demo test lint format typecheck pytest bench bench-dinner clean
+.PHONY: setup demo test check lint format typecheck pytest pytest-fast bench bench-dinner clean
 setup: $(STAMPS)/msgs $(STAMPS)/package
 
 $(STAMPS)/venv:
@@ -54,12 +54,21 @@ format: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
-# The investigations' tests are outside the default run (testpaths), so they run on their own.
+# One worker per core (pytest-xdist; each worker its own ROS domain id, test/conftest.py), a
+# test file's tests on one worker so its module fixtures are built once. The investigations'
+# tests are outside the default run (testpaths), so they run on their own.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 pytest: setup
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(JOBS) --dist loadfile
 	$(VENV)/bin/pytest research -m research
 
 test: lint typecheck pytest
+
+# The edit loop: lint, types and the tests not marked slow (about a minute or two).
+pytest-fast: setup
+	$(VENV)/bin/pytest -n $(JOBS) --dist loadfile -m "not slow" -q
+
+check: lint typecheck pytest-fast
 
 bench: setup
 	$(PY) scripts/bench_gridworld.py --tasks 10 --json artifacts/bench_gridworld.json \

@@ -45,25 +45,23 @@ import copy
 import hashlib
 import json
 import platform
-import random
 import statistics
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from camp_planner.config import load_config
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
-from camp_planner.core.objective import Attempt, EpisodeResult, run_with_fallbacks
+from camp_planner.core.objective import EpisodeResult
 from camp_planner.domains import get_domain
 from camp_planner.eval.paired import bootstrap_interval, paired_difference
 from camp_planner.learning.jsonl import RunCheckpoint
-from camp_planner.planners.registry import make_planner, planner_version
-from camp_planner.runtime.camp_runtime import attempt_budget
+from camp_planner.planners.registry import planner_version
+from camp_planner.runtime.camp_runtime import CampRuntime
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 PLANNER = "tamp"
@@ -154,12 +152,11 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     path = bundle_path(args)
     config = base_config(args)
-    method = None
+    bundle = None
     if path is not None:
-        from camp_planner.eval.methods import CampMethod
         from camp_planner.learning.bundle import load_bundle
 
-        method = CampMethod(load_bundle(path, "manip", get_domain("manip").version))
+        bundle = load_bundle(path, "manip", get_domain("manip").version)
     header = {
         "machine": f"{platform.node()}, {platform.machine()}, Python {platform.python_version()}",
         "commit": _commit(),
@@ -187,7 +184,7 @@ def _run(args: argparse.Namespace) -> int:
             sized["tasks"][args.split] = max(int(sized["tasks"][args.split]), args.tasks)
             pipe = Pipeline.from_config("manip", sized, args.artifacts)
             tasks = list(pipe.tasks(args.split))[: args.tasks]
-            chosen = [_choose(pipe, method, args.context, t) for t in tasks]
+            chosen = [_choose(pipe, bundle, args.context, t) for t in tasks]
             contexts = list({c.id: c for order, _ in chosen for c in order}.values())
             pipe.learn_csis(contexts, f"learning CSIs, {n} distractors", args.workers)
             sizes.append((n, pipe, tasks, chosen))
@@ -203,7 +200,7 @@ def _run(args: argparse.Namespace) -> int:
                     row = checkpoint.get(unit)
                     earlier = row is not None
                     if row is None:
-                        row = _measure(pipe, args.timeout, unit, task, order, selection_s)
+                        row = _measure(pipe, args.timeout, unit, task, order, selection_s, bundle)
                         checkpoint.add(unit, row)
                     rows.append({**row, "finished_earlier": earlier})
                     print(
@@ -237,49 +234,32 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-FALLBACKS = 2  # contexts tried after the first before the universal one, as `camp eval`'s
+def _runtime(pipe: Pipeline, bundle: Any) -> CampRuntime:
+    """The CAMP runtime for one size: the bundle's selector ranking its contexts (the paper's
+    rule: the selector's first choice, then the next-ranked) and the CSIs of this size, from
+    the pipeline (a bundle is trained at one size only)."""
+    return CampRuntime(pipe, PLANNER, bundle, rule="ungated", relevance="store")
 
 
-def _choose(pipe: Pipeline, method: Any, ref: str | None, task: Any) -> tuple[list[Context], float]:
+def _choose(pipe: Pipeline, bundle: Any, ref: str | None, task: Any) -> tuple[list[Context], float]:
     """The contexts the task's CAMP tries in turn (the universal one last) and the seconds
     choosing them took (0 for ``--context``)."""
-    t0 = time.perf_counter()
-    if method is None:
-        order = [pipe.space.resolve(str(ref))]
-    else:
-        order = [c for c, _ in method.ranked_contexts(pipe, task)[: 1 + FALLBACKS]]
-    spent = time.perf_counter() - t0 if method is not None else 0.0
-    if not any(c.is_universal for c in order):
-        order.append(Context.universal())
-    return order, spent
+    if bundle is None:
+        return [pipe.space.resolve(str(ref)), Context.universal()], 0.0
+    selection = _runtime(pipe, bundle).select(task)
+    return selection.order, selection.latency_s
 
 
 def _camp_run(
-    pipe: Pipeline, task: Any, order: list[Context], seed: int, timeout: float, selection_s: float
+    pipe: Pipeline, bundle: Any, task: Any, order: list[Context], seed: int, timeout: float
 ) -> tuple[EpisodeResult, Any]:
-    """The CAMP of ``order[0]``, falling back down ``order`` whenever planning fails; the
-    first CAMP is returned with the result. CSIs come from the pipeline (learned at this
-    size), not from a bundle trained at another."""
-    mdp = pipe.domain.make_mdp(task, pipe.config)
-    settings = pipe.planner_settings(PLANNER)
-    budget = attempt_budget(pipe.config)
-    built: list[Any] = []
-
-    def attempts() -> Iterator[Attempt]:
-        for i, context in enumerate(order):
-            t0 = time.perf_counter()
-            camp = pipe.build_camp(mdp, context)
-            built.append(camp)
-            setup = time.perf_counter() - t0 + (selection_s if i == 0 else 0.0)
-            last = None if context.is_universal else budget
-            yield Attempt(
-                context.id, camp, make_planner(PLANNER, seed=seed, **settings), setup, last
-            )
-
-    result = run_with_fallbacks(
-        mdp, attempts(), lam=pipe.lam(PLANNER), timeout_s=timeout, rng=random.Random(seed)
-    )
-    return result, built[0]
+    """The task planned by the CAMP runtime (``order[0]`` named first for ``--context``),
+    falling back down its order whenever planning fails; the CAMP that ended the episode
+    is returned with the result."""
+    runtime = _runtime(pipe, bundle)
+    named = order[0] if bundle is None else None
+    run = runtime.run(task, seed, named=named, timeout_s=timeout)
+    return run.result, run.camp
 
 
 def _measure(
@@ -289,6 +269,7 @@ def _measure(
     task: Any,
     order: list[Context],
     selection_s: float,
+    bundle: Any = None,
 ) -> dict[str, Any]:
     """One pure and one CAMP run of TAMP on a task: ``unit`` is (distractors, task, seed)."""
     n, index, seed = unit
@@ -299,7 +280,7 @@ def _measure(
         if label == "pure":
             result, camp = pipe.run(task, PLANNER, None, seed=seed, timeout_s=timeout)
         else:
-            result, camp = _camp_run(pipe, task, order, seed, timeout, selection_s)
+            result, camp = _camp_run(pipe, bundle, task, order, seed, timeout)
         row[label] = {
             "compute_time_s": result.compute_time_s,
             "fallbacks": result.fallbacks,

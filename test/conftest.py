@@ -8,9 +8,15 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-# Nothing may leave loopback, and parallel runs must not see each other.
+# Nothing may leave loopback, and parallel runs must not see each other: each pytest-xdist
+# worker (gw0, gw1, ...) takes its own domain id next to the run's (given, or from the pid).
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _worker.startswith("gw"):  # the workers' parent is the run's controller: one base per run
+    _base = int(os.environ.get("ROS_DOMAIN_ID", str(1 + os.getppid() % 90)))
+    os.environ["ROS_DOMAIN_ID"] = str((_base + 1 + int(_worker[2:])) % 101)
+else:
+    os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
 
 # Fuzz tests: no per-example deadline (a planner call is slow by design, and the suite has no
 # timed assertions); under CI the examples are derandomised, so a red run reproduces.

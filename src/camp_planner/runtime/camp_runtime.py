@@ -84,7 +84,10 @@ class CampRuntime:
 
     ``bundle``: the trained selector with its CSIs and evidence (None: the universal context
     only, relevance from the pipeline's CSI store). ``ablation``: the paper's CAMP ablation
-    (the sink only, no projection). ``rule`` overrides ``camp.selection.rule``."""
+    (the sink only, no projection). ``rule`` overrides ``camp.selection.rule``.
+    ``relevance``: where relevant variables come from, the bundle's CSIs (``bundle``) or the
+    pipeline's CSI store (``store``: a benchmark that learns CSIs at another world size
+    than the bundle was trained at)."""
 
     def __init__(
         self,
@@ -95,8 +98,12 @@ class CampRuntime:
         ablation: bool = False,
         rule: str | None = None,
         max_fallbacks: int = 2,
+        relevance: str = "bundle",
     ) -> None:
+        if relevance not in ("bundle", "store"):
+            raise CampError(f"relevance must be 'bundle' or 'store', got {relevance!r}")
         self.pipe = pipe
+        self.from_store = relevance == "store" or bundle is None
         self.planner = planner
         self.settings = pipe.planner_settings(planner)  # unknown planner: a clear error now
         self.bundle = bundle
@@ -153,7 +160,7 @@ class CampRuntime:
         by role for a template's instance, or from the pipeline's CSI store (no bundle)."""
         if not self.pipe.needs_csis(context):
             return frozenset(v.name for v in mdp.variables)
-        if self.bundle is None:
+        if self.from_store or self.bundle is None:
             return self.pipe.relevant(mdp, context)
         if self.roles is not None:
             return self.roles.relevant(mdp, context)
