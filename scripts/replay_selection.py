@@ -65,10 +65,9 @@ def replay_seed(base: Pipeline, artifacts: Path, planner: str, seed: int) -> dic
     runtimes = {r: CampRuntime(pipe, planner, bundle, rule=r) for r in ("ungated", "gate", "bound")}
     lam = pipe.lam(planner)
     tasks = pipe.tasks("test")
-    caps = [attempt_cap(pipe.domain.make_mdp(t, pipe.config), lam) for t in tasks]
-    value = runtime_values(
-        test_matrix, lam, "wall", caps, pipe.domain.gives_up(pipe.config), feasible=None
-    )
+    give_up = pipe.domain.gives_up(pipe.config)
+    caps = [attempt_cap(pipe.domain.make_mdp(t, pipe.config), lam, give_up) for t in tasks]
+    value = runtime_values(test_matrix, lam, "wall", caps, give_up, feasible=None)
     universal = Context.universal().id
     out: dict[str, list[float]] = {r: [] for r in RULES}
     for row, task in enumerate(tasks):

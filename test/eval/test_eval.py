@@ -11,15 +11,15 @@ from camp_planner.cli import main
 from camp_planner.eval.evaluate import interleaved, work_comparison, work_markdown
 from camp_planner.learning import METHOD_NAMES
 
-# Five training tasks are too few for the do-no-harm gate (camp.gate.min_tasks), which would
-# send every test task to the universal context; these tests check the eval's records, so the
-# CAMP here is the paper's, planning in the selector's choice.
+# Five training tasks are too few for the runtime's rule to trust a context (it would send
+# most test tasks to the universal context or give up); these tests check the eval's
+# records, so the CAMP here is the paper's, planning in the selector's choice.
 TINY = """\
 tasks: {train: 5, test: 2}
 contexts: {max_contexts: 4}
 csi: {k1: 10, k2: 5, tasks: 2}
 selector: {max_iterations: 200}
-camp: {gate: {enabled: false}}
+camp: {selection: {rule: ungated}}
 """
 
 

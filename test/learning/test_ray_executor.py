@@ -224,7 +224,7 @@ def test_a_worker_without_the_csis_refuses_to_learn_them(
 def test_test_episodes_on_ray_are_those_of_one_process(
     tmp_path: Path, ray_session: RaySession
 ) -> None:
-    base = _pipeline(tmp_path, TINY + "camp: {gate: {enabled: false}}\n")
+    base = _pipeline(tmp_path, TINY + "camp: {selection: {rule: ungated}}\n")
     artifacts = tmp_path / "artifacts"
     methods = ["camp", "pure", "policy", "oracle_rerun"]
 

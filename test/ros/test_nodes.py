@@ -86,10 +86,13 @@ def test_scene_in_plan_out_and_the_simulator_reaches_the_goal(system: Any) -> No
 def test_select_context_answers(system: Any, namo_tiny: tuple[Path, Path]) -> None:
     r = system.select_context(_scene(namo_tiny, EASY_TASK))
     assert r.success and r.error_code == 0, r.error_message
-    # The do-no-harm gate takes the selector's first choice or turns it down for the
-    # universal context, and says why either way.
+    # The runtime's rule says what it weighed and why; the context to plan in is its winner,
+    # first in the fallback order.
     assert r.proposed.id == r.alternatives[0].id and r.reason
-    assert r.context.id == (r.proposed.id if r.gate_committed else "universal")
+    assert r.rule == "bound" and not r.give_up  # `camp train` stores the objective model
+    assert r.candidates and r.candidates[0].context.id == r.context.id
+    assert r.fallback_order[0] == r.candidates[0].name == r.context.description
+    assert any(c.context.id == "universal" for c in r.candidates)
     by_id = dict(zip((c.id for c in r.alternatives), r.alternative_probabilities, strict=True))
     assert r.probability == pytest.approx(by_id.get(r.context.id, 0.0))
     assert r.relevant_variables

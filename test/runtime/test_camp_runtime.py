@@ -137,3 +137,31 @@ def test_select_json_lists_the_candidates_and_the_fallback_order(
     assert main(["plan", "--json", *common]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["fallback_order"] == [ROOMS.name, GIVE_UP] and record["plan_digest"]
+
+
+def test_without_evidence_the_universal_context_comes_first() -> None:
+    a = Context("disjunction", (Term("agent_room", 1), Term("agent_room", 2)))
+    unmeasured = [
+        Candidate(a, 0.9, 80.0, -math.inf, 2),
+        Candidate(Context.universal(), 0.1, 10.0, -math.inf, 2),
+    ]
+    _, order, gives_up = bound_order(unmeasured, 2)
+    assert order == [Context.universal()] and not gives_up
+
+
+def test_the_cap_follows_the_return_that_can_still_be_earned() -> None:
+    class Bound:
+        def __init__(self, best: float | None) -> None:
+            self.best = best
+
+        def return_bound(self) -> float | None:
+            return self.best
+
+    def cap(best: float | None, lam: float, may_give_up: bool = True) -> float | None:
+        return attempt_cap(Bound(best), lam, may_give_up)  # type: ignore[arg-type]
+
+    assert cap(1000.0, 100.0) == pytest.approx(10.0)
+    assert cap(1000.0, 0.0) is None  # compute is free
+    assert cap(None, 100.0) is None  # no bound: no cap
+    assert cap(0.0, 100.0) == 0.0  # nothing to earn: giving up at once is best
+    assert cap(0.0, 100.0, may_give_up=False) is None  # a robot that must act plans on

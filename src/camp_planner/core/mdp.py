@@ -158,6 +158,12 @@ class FactoredMDP(ABC):
         the domain offers none. Planners must stay correct without it: it only guides."""
         return None
 
+    def return_bound(self) -> float | None:
+        """An upper bound on the discounted return any plan earns from the initial state
+        (e.g. the goal reward); None if the domain offers none. The CAMP runtime caps an
+        attempt once its compute costs more than this could repay."""
+        return self.value_estimate(self.initial_state())
+
     def context_value_estimate(self, context: Context) -> ValueEstimate | None:
         """An optimistic estimate like :meth:`value_estimate` that also respects ``context``
         (e.g. the distance to the goal through the rooms the context allows), for the CAMPs

@@ -289,14 +289,20 @@ def _failure(exc: PlanningError) -> str:
     return "planner_error"
 
 
-def attempt_cap(mdp: FactoredMDP, lam: float, give_up_value: float = 0.0) -> float | None:
+def attempt_cap(
+    mdp: FactoredMDP, lam: float, may_give_up: bool = True, give_up_value: float = 0.0
+) -> float | None:
     """The seconds past which planning one attempt cannot pay: once λ·elapsed exceeds the
-    best return still reachable (the MDP's optimistic estimate from its initial state) minus
-    the value of giving up, even a perfect plan found then earns less than stopping. None:
-    no such bound (λ = 0, or a domain without a return estimate)."""
+    best return still reachable (:meth:`FactoredMDP.return_bound`) minus the value of giving
+    up, even a perfect plan found then earns less than stopping: 0 s when no plan can earn
+    more than giving up. None: no such bound (λ = 0, a domain without a return bound, or one
+    that may not give up whose plans can never earn more than nothing, like a PDDL task of
+    costs only, where the robot plans anyway)."""
     if lam <= 0:
         return None
-    best = mdp.value_estimate(mdp.initial_state())
+    best = mdp.return_bound()
     if best is None:
         return None
-    return max(0.0, float(best) - give_up_value) / lam
+    if best <= give_up_value:
+        return 0.0 if may_give_up else None
+    return (float(best) - give_up_value) / lam

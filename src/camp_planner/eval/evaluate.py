@@ -145,8 +145,9 @@ def seed_cache(
         # cached before a field was recorded would report it missing.
         "score_format": 2,
         # What the CAMP method does (2: the do-no-harm gate, learning/gate.py; 3: the
-        # universal context keeping every variable plans in the task's own MDP).
-        "camp_method": 3,
+        # universal context keeping every variable plans in the task's own MDP; 4: the CAMP
+        # runtime, with its rule by lower bound and the attempt cap).
+        "camp_method": 4,
         # The baselines' own versions: a fix to Stilman's algorithm reruns the eval.
         "planners": {
             name: planner_version(name)

@@ -82,8 +82,8 @@ class ObjectiveModel:
         ``value(task_row, context_id)``: the runtime value of that context on that task, or
         None where the context is not offered (screened out)."""
         x = np.asarray(inputs, dtype=np.float64).reshape(len(inputs), -1)
-        if len(x) < 2:
-            raise CampError("the objective model needs at least two training tasks")
+        if len(x) == 0:
+            raise CampError("the objective model needs at least one training task")
         mean = x.mean(axis=0)
         centred = x - mean
         _, sing, vt = np.linalg.svd(centred, full_matrices=False)

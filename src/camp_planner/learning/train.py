@@ -353,8 +353,8 @@ def objective_model(
     tasks = pipe.tasks("train")
     probe = pipe.domain.make_mdp(tasks[0], pipe.config)
     caps: list[float | None] = [None] * len(tasks)
-    if attempt_cap(probe, lam) is not None:  # only domains with a return estimate have caps
-        caps = [attempt_cap(pipe.domain.make_mdp(t, pipe.config), lam) for t in tasks]
+    if probe.return_bound() is not None:  # only domains with a return bound have caps
+        caps = [attempt_cap(pipe.domain.make_mdp(t, pipe.config), lam, give_up) for t in tasks]
     by_id = {c.id: c for c in pipe.space}
     graphs = [pipe.domain.region_graph(t) for t in tasks]
 

@@ -120,6 +120,10 @@ class StripsMDP(FactoredMDP):
     def is_terminal(self, state: State) -> bool:
         return self.is_goal(state)
 
+    def return_bound(self) -> float | None:
+        # Rewards are the goal's alone (less action costs in PDDL), earned at most once.
+        return float(self.goal_reward)
+
     def reward(self, state: State, action: Action, next_state: State) -> float:
         name = action[0]
         cost = 0.0 if name == NOOP else self._ops[str(name)].cost

@@ -198,7 +198,7 @@ class CampPlannerNode(Node):
                 f"context {sel.context.name} (p={sel.probability:.2f}) in "
                 f"{sel.latency_s * 1000:.1f} ms; CAMP drops {len(sel.dropped)} variables "
                 f"({len(sel.dropped_objects)} objects)"
-                + (f"; {sel.gate.reason}" if sel.gate is not None else ""),
+                + (f"; {sel.selection.reason}" if sel.selection is not None else ""),
             )
         wait = float(self.get_parameter("server_wait_s").value)
         if not self.plans.wait_for_server(timeout_sec=wait):

@@ -149,6 +149,20 @@ def _ros(args: argparse.Namespace) -> int:
                 "predicted_gain": None if math.isnan(r.predicted_gain) else r.predicted_gain,
                 "gain_lower_bound": None if math.isnan(r.gain_lower_bound) else r.gain_lower_bound,
                 "reason": r.reason,
+                "rule": r.rule,
+                "give_up": r.give_up,
+                "candidates": [
+                    {
+                        "name": c.name,
+                        "context_id": None if c.give_up else c.context.id,
+                        "probability": _num(c.probability),
+                        "predicted_objective": _num(c.predicted_objective),
+                        "lower_bound": _num(c.lower_bound),
+                        "training_tasks": c.training_tasks,
+                    }
+                    for c in r.candidates
+                ],
+                "fallback_order": list(r.fallback_order),
                 "alternatives": [
                     {"id": c.id, "description": c.description, "probability": p}
                     for c, p in zip(r.alternatives, r.alternative_probabilities, strict=False)
@@ -210,6 +224,11 @@ def plan_summary(result: Any) -> dict[str, Any]:
         "stage_times_s": {s.stage: round(s.seconds, 3) for s in plan.stage_times},
         "dropped_objects": list(plan.dropped_objects),
     }
+
+
+def _num(value: float) -> float | None:
+    """A message's float as JSON: NaN (none) and ±inf (no bound) as null."""
+    return float(value) if math.isfinite(value) else None
 
 
 def _print(record: dict[str, Any], as_json: bool) -> None:

@@ -357,7 +357,7 @@ class CampRuntime:
         chosen_s = time.perf_counter() - t0
         budget = attempt_budget(self.pipe.config)
         give_up = self.selection_settings.give_up
-        cap = attempt_cap(mdp, lam) if order else None
+        cap = attempt_cap(mdp, lam, give_up) if order else None
         built: list[tuple[Context, CAMP]] = []
 
         def attempts() -> Iterator[Attempt]:

@@ -160,14 +160,17 @@ def bound_order(
     whether the order ends by giving up). The order stops at the universal context or at
     giving up, whichever comes first, and holds at most ``1 + max_fallbacks`` contexts
     before the universal one (the universal context is always in it unless giving up
-    ranks above it)."""
+    ranks above it). Where bounds tie (contexts without one), the universal context wins."""
 
-    def key(c: Candidate) -> tuple[float, float, float]:
+    def key(c: Candidate) -> tuple[float, bool, float, float]:
         lower = -math.inf if c.lower_bound is None else c.lower_bound
         predicted = c.predicted_objective
         pred = -math.inf if predicted is None or not math.isfinite(predicted) else predicted
         prob = c.probability or 0.0
-        return (lower, pred, prob)
+        # Among candidates no bound separates (none measured on enough training tasks),
+        # the universal context comes first: what the robot does without evidence.
+        universal = c.context is not None and c.context.is_universal
+        return (lower, universal, pred, prob)
 
     ranked = sorted(candidates, key=key, reverse=True)
     order: list[Context] = []
