@@ -152,8 +152,10 @@ class ObjectiveModel:
     # --- storage ----------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {
-            "feature_mean": self.feature_mean.astype(np.float32).tolist(),
-            "components": self.components.astype(np.float32).tolist(),
+            # Six significant digits: NAMO's inputs are 10,000 values, and the bundle
+            # stores every number as JSON text.
+            "feature_mean": _compact(self.feature_mean),
+            "components": [_compact(row) for row in self.components],
             "scale": self.scale.tolist(),
             "penalty": None if math.isinf(self.penalty) else self.penalty,
             "coef": {k: v.tolist() for k, v in self.coef.items()},
@@ -181,6 +183,10 @@ class ObjectiveModel:
         if not all(np.all(np.isfinite(a)) for a in arrays) or np.any(scale <= 0):
             raise CampError("the bundle's objective model has a value that is not finite")
         return ObjectiveModel(mean, components, scale, penalty, coef, residuals)
+
+
+def _compact(values: np.ndarray) -> list[float]:
+    return [float(f"{v:.6g}") for v in np.asarray(values, dtype=np.float64).ravel()]
 
 
 def optimism(residuals: np.ndarray, level: float) -> float:
