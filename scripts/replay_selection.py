@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from camp_planner.config import with_test_seed
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.core.objective import attempt_cap
@@ -42,21 +43,27 @@ from camp_planner.workflow import Pipeline
 RULES = ("ungated", "gate", "bound", "universal", "oracle")
 
 
-def replay_seed(base: Pipeline, artifacts: Path, planner: str, seed: int) -> dict[str, list[float]]:
-    """Each rule's runtime value on every test task of run ``seed``."""
+def replay_seed(
+    base: Pipeline, artifacts: Path, planner: str, seed: int, bundle_file: Path | None = None
+) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
+    """Each rule's runtime value on every test task of run ``seed``, and its pick (a context
+    id, or "give_up"); ``bundle_file``: the bundle a ``camp eval --bundle`` evaluated
+    (default: the one the run trained)."""
     training, pipe = split_pipelines(base, artifacts, seed)
-    cfg = SelectorConfig.from_mapping({**training.config["selector"], "seed": seed})
-    repeats = [
-        cached_matrix(training, artifacts, planner, "train", seed, r)
-        for r in range(cfg.label_repeats)
-    ]
-    train_matrix = repeats[0] if len(repeats) == 1 else ScoreMatrix.mean(repeats)
     test_matrix = cached_matrix(pipe, artifacts, planner, "test", seed)
-    path = trained_bundle(artifacts, base.domain.name, planner, seed, training.config)
+    path = bundle_file or trained_bundle(
+        artifacts, base.domain.name, planner, seed, training.config
+    )
     if not path.is_file():
         raise CampError(f"no bundle for seed {seed} at {path}: run the same `camp eval` first")
     bundle = load_bundle(path, base.domain.name, base.domain.version)
     if "objective_model" not in bundle.metadata:  # trained before the model: fit it here
+        cfg = SelectorConfig.from_mapping({**training.config["selector"], "seed": seed})
+        repeats = [
+            cached_matrix(training, artifacts, planner, "train", seed, r)
+            for r in range(cfg.label_repeats)
+        ]
+        train_matrix = repeats[0] if len(repeats) == 1 else ScoreMatrix.mean(repeats)
         probe = CampRuntime(training, planner, bundle, rule="ungated")
         x = np.stack([probe.selector_input(t) for t in training.tasks("train")])
         model = objective_model(training, train_matrix, x, cfg, planner, seed)
@@ -70,16 +77,32 @@ def replay_seed(base: Pipeline, artifacts: Path, planner: str, seed: int) -> dic
     value = runtime_values(test_matrix, lam, "wall", caps, give_up, feasible=None)
     universal = Context.universal().id
     out: dict[str, list[float]] = {r: [] for r in RULES}
+    picks: dict[str, list[str]] = {r: [] for r in runtimes}
     for row, task in enumerate(tasks):
         for rule, runtime in runtimes.items():
             first = runtime.select(task).first
             out[rule].append(0.0 if first is None else _v(value(row, first.id)))
+            picks[rule].append("give_up" if first is None else first.id)
         out["universal"].append(_v(value(row, universal)))
         options = [_v(value(row, c)) for c in test_matrix.context_ids]
         if pipe.domain.gives_up(pipe.config):
             options.append(0.0)
         out["oracle"].append(max(options))
-    return out
+    return out, picks
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a whole number ≥ 1, got {text}")
+    return value
+
+
+def _seed(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a whole number ≥ 0, got {text}")
+    return value
 
 
 def _v(value: float | None) -> float:
@@ -89,25 +112,35 @@ def _v(value: float | None) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--domain", required=True)
-    p.add_argument("--planner", required=True)
-    p.add_argument("--config", type=Path)
-    p.add_argument("--artifacts", type=Path, default=Path("artifacts"))
-    p.add_argument("--seeds", type=int, default=1)
-    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--domain", required=True, help="the eval's domain")
+    p.add_argument("--planner", required=True, help="the eval's planner")
+    p.add_argument("--config", type=Path, help="the eval's configuration file")
+    p.add_argument("--artifacts", type=Path, default=Path("artifacts"), help="its artifacts")
+    p.add_argument("--seeds", type=_count, default=1, help="runs of the eval to replay")
+    p.add_argument("--first-seed", type=_seed, default=0, help="the eval's --first-seed")
+    p.add_argument("--task-seed", type=int, help="as camp eval's: fresh test draws")
+    p.add_argument(
+        "--bundle",
+        type=Path,
+        help="the bundle `camp eval --bundle` evaluated; its training scores are those of "
+        "`camp train` with the same configuration and seed 0",
+    )
     p.add_argument("--json", type=Path, help="write every task's values here")
     p.add_argument("--markdown", type=Path, help="append the table row here")
     args = p.parse_args(argv)
     try:
         base = Pipeline.create(args.domain, args.config, args.artifacts)
-        per_seed = [
-            replay_seed(base, args.artifacts, args.planner, s)
+        if args.task_seed is not None:
+            base.config = with_test_seed(base.config, args.task_seed)
+        replays = [
+            replay_seed(base, args.artifacts, args.planner, s, args.bundle)
             for s in range(args.first_seed, args.first_seed + args.seeds)
         ]
     except CampError as exc:
         print(f"replay_selection: error: {exc}", file=sys.stderr)
         return 2
-    pooled = {r: [v for run in per_seed for v in run[r]] for r in RULES}
+    pooled = {r: [v for run, _ in replays for v in run[r]] for r in RULES}
+    picks = {r: [p for _, run in replays for p in run[r]] for r in replays[0][1]}
     means = {r: float(np.mean(v)) for r, v in pooled.items()}
     diffs = {r: paired_difference(pooled["bound"], pooled[r]) for r in RULES if r != "bound"}
     # How much of the best available gain over the universal context the rule keeps.
@@ -124,8 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         "bound_minus": diffs,
         "gain_kept": kept,
         "values": pooled,
+        "picks": picks,
     }
-    print(json.dumps({k: v for k, v in record.items() if k != "values"}, indent=1, default=str))
+    shown = {k: v for k, v in record.items() if k not in ("values", "picks")}
+    print(json.dumps(shown, indent=1, default=str))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(record, indent=1, default=str))
