@@ -36,7 +36,13 @@ from camp_planner.learning.bundle import load_bundle, trained_bundle
 from camp_planner.learning.labels import ScoreMatrix
 from camp_planner.learning.objective_model import runtime_values
 from camp_planner.learning.selector import SelectorConfig
-from camp_planner.learning.train import cached_matrix, objective_model
+from camp_planner.learning.train import (
+    cached_matrix,
+    objective_model,
+    out_of_fold_scores,
+    selector_targets,
+    training_mask,
+)
 from camp_planner.runtime.camp_runtime import CampRuntime
 from camp_planner.workflow import Pipeline
 
@@ -44,11 +50,17 @@ RULES = ("ungated", "gate", "bound", "universal", "oracle")
 
 
 def replay_seed(
-    base: Pipeline, artifacts: Path, planner: str, seed: int, bundle_file: Path | None = None
+    base: Pipeline,
+    artifacts: Path,
+    planner: str,
+    seed: int,
+    bundle_file: Path | None = None,
+    refit: bool = False,
 ) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
     """Each rule's runtime value on every test task of run ``seed``, and its pick (a context
     id, or "give_up"); ``bundle_file``: the bundle a ``camp eval --bundle`` evaluated
-    (default: the one the run trained)."""
+    (default: the one the run trained); ``refit``: fit the objective model again from the
+    run's training scores with this version's code, instead of the bundle's."""
     training, pipe = split_pipelines(base, artifacts, seed)
     test_matrix = cached_matrix(pipe, artifacts, planner, "test", seed)
     path = bundle_file or trained_bundle(
@@ -57,7 +69,8 @@ def replay_seed(
     if not path.is_file():
         raise CampError(f"no bundle for seed {seed} at {path}: run the same `camp eval` first")
     bundle = load_bundle(path, base.domain.name, base.domain.version)
-    if "objective_model" not in bundle.metadata:  # trained before the model: fit it here
+    if refit or "objective_model" not in bundle.metadata:
+        # Trained before the model (or asked to): fit it here from the run's training scores.
         cfg = SelectorConfig.from_mapping({**training.config["selector"], "seed": seed})
         repeats = [
             cached_matrix(training, artifacts, planner, "train", seed, r)
@@ -66,7 +79,16 @@ def replay_seed(
         train_matrix = repeats[0] if len(repeats) == 1 else ScoreMatrix.mean(repeats)
         probe = CampRuntime(training, planner, bundle, rule="ungated")
         x = np.stack([probe.selector_input(t) for t in training.tasks("train")])
-        model = objective_model(training, train_matrix, x, cfg, planner, seed)
+        lam = training.lam(planner) if cfg.label_cost == "work" else None
+        contexts = list(training.space)
+        held_out = out_of_fold_scores(
+            x,
+            selector_targets(train_matrix, cfg, lam),
+            cfg,
+            len(contexts),
+            training_mask(training, training.tasks("train"), contexts, cfg),
+        )
+        model = objective_model(training, train_matrix, x, cfg, planner, seed, held_out)
         bundle = copy.copy(bundle)
         bundle.metadata = {**bundle.metadata, "objective_model": model.to_json()}
     runtimes = {r: CampRuntime(pipe, planner, bundle, rule=r) for r in ("ungated", "gate", "bound")}
@@ -125,6 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the bundle `camp eval --bundle` evaluated; its training scores are those of "
         "`camp train` with the same configuration and seed 0",
     )
+    p.add_argument(
+        "--refit",
+        action="store_true",
+        help="fit the objective model again from the run's cached training scores (the "
+        "bundle's selector kept), to replay this version's rule on an older bundle",
+    )
     p.add_argument("--json", type=Path, help="write every task's values here")
     p.add_argument("--markdown", type=Path, help="append the table row here")
     args = p.parse_args(argv)
@@ -133,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.task_seed is not None:
             base.config = with_test_seed(base.config, args.task_seed)
         replays = [
-            replay_seed(base, args.artifacts, args.planner, s, args.bundle)
+            replay_seed(base, args.artifacts, args.planner, s, args.bundle, args.refit)
             for s in range(args.first_seed, args.first_seed + args.seeds)
         ]
     except CampError as exc:

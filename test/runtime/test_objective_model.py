@@ -108,3 +108,29 @@ def test_runtime_values_charge_the_cap_and_the_last_resort() -> None:
     assert plan_on(1, "rooms") == pytest.approx(70.0 - 30.0)  # its time, then universal
     screened = runtime_values(matrix, 100.0, "wall", caps, True, lambda t, c: c != "rooms")
     assert screened(0, "rooms") is None
+
+
+def test_the_selectors_held_out_scores_make_the_prediction_per_task() -> None:
+    rng = np.random.default_rng(3)
+    n = 40
+    x = rng.normal(size=(n, 6))  # the features say nothing here
+    held_out = rng.normal(size=(n, 2))  # the selector's out-of-fold scores per context
+    y = {"rooms": 50.0 + 15.0 * held_out[:, 0] + rng.normal(scale=2.0, size=n)}
+    y["universal"] = 40.0 + rng.normal(scale=2.0, size=n)
+    ids = ["rooms", "universal"]
+    model = ObjectiveModel.fit(x, ids, lambda i, c: float(y[c][i]), scores=held_out)
+    assert model.uses_scores
+    sure = model.predict(x[0], ids, 0.9, {"rooms": 2.0, "universal": 0.0})
+    doubt = model.predict(x[0], ids, 0.9, {"rooms": -2.0, "universal": 0.0})
+    assert sure[0].predicted > 70 and doubt[0].predicted < 30
+    assert sure[0].lower > sure[1].lower and doubt[0].lower < doubt[1].lower
+    with pytest.raises(CampError, match="give them"):
+        model.predict(x[0], ids, 0.9)
+    again = ObjectiveModel.from_json(model.to_json())
+    assert again.predict(x[0], ids, 0.9, {"rooms": 2.0, "universal": 0.0})[0].predicted == (
+        pytest.approx(sure[0].predicted, abs=1e-3)
+    )
+    damaged = model.to_json()
+    del damaged["score_scale"]["rooms"]
+    with pytest.raises(CampError, match="damaged"):
+        ObjectiveModel.from_json(damaged)

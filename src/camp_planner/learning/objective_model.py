@@ -4,7 +4,11 @@ lower bound: what the CAMP runtime's selection rule ranks candidates by.
 The label matrix holds, for every training task and context, the objective that context
 earned. This model learns, per context, a ridge regression of that objective on a small
 description of the task: the first principal components of the selector's own input (task
-features, or the structural model's per-context inputs). The ridge penalty is chosen by
+features, or the structural model's per-context inputs) and the selector's score for the
+context. The scores it learns from are out of fold (each training task scored by a
+selector trained without it, :func:`camp_planner.learning.train.out_of_fold_scores`): the
+full selector fits its own labels to the loss target, so its scores of the training tasks
+would look far more telling than they are on a new task. The ridge penalty is chosen by
 cross-validation over all contexts at once, from a grid that ends in "no features" (the
 context's mean), so a description that does not help costs nothing.
 
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
@@ -61,14 +65,18 @@ class Prediction:
 
 @dataclass
 class ObjectiveModel:
-    """Per context, a ridge regression of its objective on the task's description."""
+    """Per context, a ridge regression of its objective on the task's description and, when
+    fitted with them, the selector's score for that context."""
 
     feature_mean: np.ndarray  # (D,) the selector input's mean over training tasks
     components: np.ndarray  # (m, D) principal directions, m ≤ COMPONENTS
     scale: np.ndarray  # (m,) standard deviation of each projected component
     penalty: float
-    coef: dict[str, np.ndarray]  # context id → (1 + m,) intercept and weights
+    coef: dict[str, np.ndarray]  # context id → intercept and weights (m, then the score's)
     residuals: dict[str, np.ndarray]  # context id → cross-fitted y − ŷ on its tasks
+    # context id → (mean, standard deviation) of the selector's out-of-fold scores; empty:
+    # fitted without scores
+    score_scale: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     # --- fitting ----------------------------------------------------------------------------
     @staticmethod
@@ -77,10 +85,13 @@ class ObjectiveModel:
         context_ids: Sequence[str],
         value: Callable[[int, str], float | None],
         seed: int = 0,
+        scores: np.ndarray | None = None,
     ) -> ObjectiveModel:
         """Fit on the training tasks' selector ``inputs`` (one row per task, any shape);
         ``value(task_row, context_id)``: the runtime value of that context on that task, or
-        None where the context is not offered (screened out)."""
+        None where the context is not offered (screened out); ``scores`` (task row ×
+        context, in ``context_ids`` order): the selector's scores of each task from a
+        selector that did not see it (out of fold)."""
         x = np.asarray(inputs, dtype=np.float64).reshape(len(inputs), -1)
         if len(x) == 0:
             raise CampError("the objective model needs at least one training task")
@@ -94,26 +105,36 @@ class ObjectiveModel:
         scale = np.where(scale > 1e-12, scale, 1.0)
         z = projected / scale
         folds = np.random.default_rng(seed).permutation(len(x)) % FOLDS
-        data: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for cid in context_ids:
+        data: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        score_scale: dict[str, tuple[float, float]] = {}
+        for j, cid in enumerate(context_ids):
             rows = [(i, v) for i in range(len(x)) if (v := value(i, cid)) is not None]
             if not all(math.isfinite(v) for _, v in rows):
                 raise CampError(f"a label of context {cid} is not finite")
-            data[cid] = (
-                np.array([i for i, _ in rows], dtype=int),
-                np.array([v for _, v in rows], dtype=np.float64),
-            )
+            idx = np.array([i for i, _ in rows], dtype=int)
+            design = z[idx]
+            if scores is not None:
+                column = np.asarray(scores, dtype=np.float64)[:, j]
+                sd = float(column.std())
+                score_scale[cid] = (float(column.mean()), sd if sd > 1e-12 else 1.0)
+                standard = (column[idx] - score_scale[cid][0]) / score_scale[cid][1]
+                design = np.column_stack([design, standard])
+            data[cid] = (idx, design, np.array([v for _, v in rows], dtype=np.float64))
         # One penalty for every context: the one whose cross-fitted predictions err least.
         errors = {
-            p: sum(float(np.sum(_cross_fit(z, idx, y, folds, p) ** 2)) for idx, y in data.values())
+            p: sum(
+                float(np.sum(_cross_fit(d, y, folds[idx], p) ** 2)) for idx, d, y in data.values()
+            )
             for p in PENALTIES
         }
         penalty = min(PENALTIES, key=lambda p: (errors[p], -p))
-        coef = {cid: _ridge(z[idx], y, penalty) for cid, (idx, y) in data.items() if len(y)}
+        coef = {cid: _ridge(d, y, penalty) for cid, (_, d, y) in data.items() if len(y)}
         residuals = {
-            cid: _cross_fit(z, idx, y, folds, penalty) for cid, (idx, y) in data.items() if len(y)
+            cid: _cross_fit(d, y, folds[idx], penalty)
+            for cid, (idx, d, y) in data.items()
+            if len(y)
         }
-        return ObjectiveModel(mean, components, scale, penalty, coef, residuals)
+        return ObjectiveModel(mean, components, scale, penalty, coef, residuals, score_scale)
 
     # --- prediction -------------------------------------------------------------------------
     def describe(self, x: np.ndarray) -> np.ndarray:
@@ -126,27 +147,46 @@ class ObjectiveModel:
         projected: np.ndarray = (flat - self.feature_mean) @ self.components.T / self.scale
         return projected
 
+    @property
+    def uses_scores(self) -> bool:
+        """Whether predictions need the selector's scores of the task."""
+        return bool(self.score_scale)
+
     def predict(
-        self, x: np.ndarray, context_ids: Sequence[str], confidence: float
+        self,
+        x: np.ndarray,
+        context_ids: Sequence[str],
+        confidence: float,
+        scores: Mapping[str, float] | None = None,
     ) -> list[Prediction]:
-        """Each context's predicted objective on the task with input ``x`` and its lower
+        """Each context's predicted objective on the task with input ``x`` (and, for a model
+        fitted with them, the selector's ``scores`` of it by context id) and its lower
         bound, all bounds holding at once with probability ``confidence`` (each at
         1 − (1 − confidence)/k for the k contexts asked about). A context without a model
         (measured on fewer than MIN_TASKS tasks) gets a bound of −inf."""
         z = self.describe(x)
+        if self.uses_scores and scores is None:
+            raise CampError("this objective model predicts from the selector's scores: give them")
         k = max(1, len(context_ids))
         level = 1.0 - (1.0 - confidence) / k
         out = []
         for cid in context_ids:
             coef = self.coef.get(cid)
             res = self.residuals.get(cid)
-            if coef is None or res is None or len(res) < MIN_TASKS:
-                n = 0 if res is None else len(res)
-                predicted = float("nan") if coef is None else float(coef[0] + z @ coef[1:])
+            n = 0 if res is None else len(res)
+            if coef is None:
+                out.append(Prediction(cid, float("nan"), -math.inf, n))
+                continue
+            design = z
+            if self.uses_scores:
+                assert scores is not None
+                mean, sd = self.score_scale[cid]
+                design = np.append(z, (float(scores[cid]) - mean) / sd)
+            predicted = float(coef[0] + design @ coef[1:])
+            if res is None or n < MIN_TASKS:
                 out.append(Prediction(cid, predicted, -math.inf, n))
                 continue
-            predicted = float(coef[0] + z @ coef[1:])
-            out.append(Prediction(cid, predicted, predicted - optimism(res, level), len(res)))
+            out.append(Prediction(cid, predicted, predicted - optimism(res, level), n))
         return out
 
     # --- storage ----------------------------------------------------------------------------
@@ -160,6 +200,7 @@ class ObjectiveModel:
             "penalty": None if math.isinf(self.penalty) else self.penalty,
             "coef": {k: v.tolist() for k, v in self.coef.items()},
             "residuals": {k: v.tolist() for k, v in self.residuals.items()},
+            "score_scale": {k: list(v) for k, v in self.score_scale.items()},
         }
 
     @staticmethod
@@ -174,15 +215,26 @@ class ObjectiveModel:
             residuals = {
                 str(k): np.asarray(v, dtype=np.float64) for k, v in data["residuals"].items()
             }
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            score_scale = {
+                str(k): (float(v[0]), float(v[1]))
+                for k, v in (data.get("score_scale") or {}).items()
+            }
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise CampError(f"the bundle's objective model is damaged: {exc!r}") from None
-        m = len(components)
+        m = len(components) + (1 if score_scale else 0)
         arrays = [mean, components, scale, *coef.values(), *residuals.values()]
-        if len(scale) != m or any(len(c) != m + 1 for c in coef.values()):
+        if len(scale) != len(components) or any(len(c) != m + 1 for c in coef.values()):
             raise CampError("the bundle's objective model is damaged: its shapes disagree")
-        if not all(np.all(np.isfinite(a)) for a in arrays) or np.any(scale <= 0):
+        if score_scale and set(coef) - set(score_scale):
+            raise CampError("the bundle's objective model is damaged: a context has no score")
+        numbers = [v for pair in score_scale.values() for v in pair]
+        if not all(np.all(np.isfinite(a)) for a in arrays) or not all(
+            math.isfinite(v) for v in numbers
+        ):
             raise CampError("the bundle's objective model has a value that is not finite")
-        return ObjectiveModel(mean, components, scale, penalty, coef, residuals)
+        if np.any(scale <= 0) or any(sd <= 0 for _, sd in score_scale.values()):
+            raise CampError("the bundle's objective model has a scale that is not positive")
+        return ObjectiveModel(mean, components, scale, penalty, coef, residuals, score_scale)
 
 
 def _compact(values: np.ndarray) -> list[float]:
@@ -200,29 +252,29 @@ def optimism(residuals: np.ndarray, level: float) -> float:
     return max(0.0, float(over.mean()) + NormalDist().inv_cdf(level) * se)
 
 
-def _ridge(z: np.ndarray, y: np.ndarray, penalty: float) -> np.ndarray:
-    """Intercept and weights of a ridge regression of ``y`` on ``z`` (the intercept is not
-    penalised; inf: the mean alone)."""
-    m = z.shape[1]
+def _ridge(design: np.ndarray, y: np.ndarray, penalty: float) -> np.ndarray:
+    """Intercept and weights of a ridge regression of ``y`` on ``design`` (the intercept is
+    not penalised; inf: the mean alone)."""
+    m = design.shape[1]
     if math.isinf(penalty) or m == 0 or len(y) < 2:
         return np.concatenate([[float(y.mean()) if len(y) else 0.0], np.zeros(m)])
-    zc = z - z.mean(axis=0)
-    w = np.linalg.solve(zc.T @ zc + penalty * len(y) * np.eye(m), zc.T @ (y - y.mean()))
-    return np.concatenate([[float(y.mean() - z.mean(axis=0) @ w)], w])
+    centre = design.mean(axis=0)
+    dc = design - centre
+    w = np.linalg.solve(dc.T @ dc + penalty * len(y) * np.eye(m), dc.T @ (y - y.mean()))
+    return np.concatenate([[float(y.mean() - centre @ w)], w])
 
 
-def _cross_fit(
-    z: np.ndarray, idx: np.ndarray, y: np.ndarray, folds: np.ndarray, penalty: float
-) -> np.ndarray:
-    """y − ŷ for each of a context's tasks, ŷ from a model fitted without that task's fold."""
+def _cross_fit(design: np.ndarray, y: np.ndarray, folds: np.ndarray, penalty: float) -> np.ndarray:
+    """y − ŷ for each of a context's tasks, ŷ from a model fitted without that task's fold
+    (``folds``: each task's fold)."""
     out = np.zeros(len(y))
-    for f in np.unique(folds[idx]):
-        held = folds[idx] == f
+    for f in np.unique(folds):
+        held = folds == f
         if held.all():  # one fold only: nothing to fit on, predict with nothing learned
-            out[held] = y[held] - 0.0
+            out[held] = y[held]
             continue
-        coef = _ridge(z[idx[~held]], y[~held], penalty)
-        out[held] = y[held] - (coef[0] + z[idx[held]] @ coef[1:])
+        coef = _ridge(design[~held], y[~held], penalty)
+        out[held] = y[held] - (coef[0] + design[held] @ coef[1:])
     return out
 
 

@@ -411,6 +411,15 @@ class ContextSelector:
         probs: np.ndarray = (weights / weights.sum(axis=1, keepdims=True)).astype(np.float32)
         return probs
 
+    def scores(self, x: np.ndarray) -> np.ndarray:
+        """Each context's preference score for a batch of feature arrays, higher preferred,
+        on a scale a regression can use: a regression selector's predicted objective, else
+        the log of its probability (floored at 1e-6)."""
+        if self.cfg.labels == "regression":
+            return self.predict_objective(x)
+        out: np.ndarray = np.log(np.clip(self.predict_proba(x).astype(np.float64), 1e-6, None))
+        return out
+
     def ranked(self, features: np.ndarray) -> list[tuple[int, float]]:
         """Context indices with probabilities for one task, most probable first (regression
         selectors: highest predicted objective first, which also orders the contexts whose

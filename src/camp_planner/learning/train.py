@@ -273,7 +273,15 @@ def train(
             bar.close()
     counts = Counter(contexts[i].name for i in labels)
     gains = gain_table(pipe, labelled, cfg, planner)
-    model = objective_model(pipe, labelled, features, cfg, planner, seed)
+    held_out = out_of_fold_scores(
+        features,
+        selector_targets(labelled, cfg, pipe.lam(planner) if work_labels else None),
+        cfg,
+        len(contexts),
+        training_mask(pipe, pipe.tasks("train"), contexts, cfg),
+        progress,
+    )
+    model = objective_model(pipe, labelled, features, cfg, planner, seed, held_out)
     bundle = Bundle(
         domain=pipe.domain.name,
         domain_version=pipe.domain.version,
@@ -336,6 +344,42 @@ def gain_table(pipe: Pipeline, matrix: ScoreMatrix, cfg: SelectorConfig, planner
     return GainTable.from_matrix(matrix, lam, cfg.label_cost, feasible)
 
 
+def out_of_fold_scores(
+    features: np.ndarray,
+    targets: np.ndarray,
+    cfg: SelectorConfig,
+    n_contexts: int,
+    mask: np.ndarray | None,
+    progress: bool = True,
+) -> np.ndarray:
+    """Each training task's selector scores (:meth:`ContextSelector.scores`) from a
+    selector trained without it: ``FOLDS`` selectors, each on the other folds' tasks. The
+    objective model learns how far the selector's confidence predicts the objective from
+    these, which the full selector (trained on every task, its own labels fitted to the
+    loss target) would overstate."""
+    from camp_planner.learning.objective_model import FOLDS
+    from camp_planner.learning.selector import ContextSelector
+
+    n = len(features)
+    folds = np.random.default_rng(cfg.seed).permutation(n) % FOLDS
+    out = np.zeros((n, n_contexts))
+    bar = progress_bar(FOLDS, "cross-fitting the selector (folds)") if progress else None
+    try:
+        for f in range(FOLDS):
+            held, kept = folds == f, folds != f
+            if not held.any():
+                continue
+            fold = ContextSelector(tuple(features.shape[1:]), n_contexts, cfg)
+            fold.fit(features[kept], targets[kept], None, None if mask is None else mask[kept])
+            out[held] = fold.scores(features[held])
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return out
+
+
 def objective_model(
     pipe: Pipeline,
     matrix: ScoreMatrix,
@@ -343,11 +387,13 @@ def objective_model(
     cfg: SelectorConfig,
     planner: str,
     seed: int,
+    held_out: np.ndarray | None = None,
 ) -> ObjectiveModel:
-    """Each context's objective predicted from the selector's input, for the runtime's
-    selection rule (learning/objective_model.py): fitted on what the runtime would earn in
-    each context on each training task (attempt caps and fallbacks included), where the
-    screen would offer it."""
+    """Each context's objective predicted from the selector's input and (``held_out``, one
+    row per training task) the selector's out-of-fold scores, for the runtime's selection
+    rule (learning/objective_model.py): fitted on what the runtime would earn in each
+    context on each training task (attempt caps and fallbacks included), where the screen
+    would offer it."""
     lam = pipe.lam(planner)
     give_up = pipe.domain.gives_up(pipe.config)
     tasks = pipe.tasks("train")
@@ -363,8 +409,9 @@ def objective_model(
         return graph is None or graph.can_reach_goal(by_id[context_id])
 
     rows = [features[t] for t in matrix.tasks]
+    scores = None if held_out is None else np.stack([held_out[t] for t in matrix.tasks])
     value = runtime_values(matrix, lam, cfg.label_cost, caps, give_up, feasible)
-    return ObjectiveModel.fit(np.stack(rows), matrix.context_ids, value, seed)
+    return ObjectiveModel.fit(np.stack(rows), matrix.context_ids, value, seed, scores)
 
 
 def describe(result: TrainResult) -> dict[str, Any]:

@@ -301,7 +301,13 @@ class CampRuntime:
         top = [(c, p) for c, p in ranked if not c.is_universal][: s.top_k]
         universal = next((p for c, p in ranked if c.is_universal), None)
         options = [*top, (Context.universal(), universal)]
-        predictions = self.model.predict(x, [c.id for c, _ in options], s.confidence)
+        scores = None
+        if self.model.uses_scores:
+            assert self.bundle is not None
+            row = self.bundle.selector.scores(np.asarray(x)[None])[0]
+            by_id = {c.id: float(v) for c, v in zip(self.bundle.space, row, strict=True)}
+            scores = {c.id: by_id[c.id] for c, _ in options}
+        predictions = self.model.predict(x, [c.id for c, _ in options], s.confidence, scores)
         cands = [
             Candidate(c, p, pred.predicted, pred.lower, pred.n)
             for (c, p), pred in zip(options, predictions, strict=True)
