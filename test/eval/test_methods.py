@@ -16,6 +16,9 @@ from camp_planner.workflow import Pipeline
 def _pipe(tmp_path: Path) -> Pipeline:
     pipe = Pipeline.create("gridworld", None, tmp_path)
     pipe.config["csi"].update({"k1": 10, "k2": 5, "tasks": 2})
+    # Compute free: no attempt cap, so what these tests check does not depend on how fast
+    # the machine plans.
+    pipe.config["lambda"]["bfs_replan"] = 0.0
     return pipe
 
 

@@ -79,7 +79,7 @@ def test_the_rule_plans_in_the_context_whose_bound_is_best(tmp_path: Path) -> No
     scored = {c.name: c for c in selection.candidates}
     assert scored[ROOMS.name].predicted_objective == pytest.approx(80.0, abs=3)
     assert scored["universal"].lower_bound is not None and scored["universal"].lower_bound < -490
-    run = runtime.run(task, seed=0)
+    run = runtime.run(task, seed=0, lam=0.0)  # no cap: success does not hang on the clock
     assert run.result.used[0] == ROOMS.id and run.result.success
     # Where the domain may not give up, the universal context ends the order.
     pipe.config["camp"]["selection"] = {"give_up": False}

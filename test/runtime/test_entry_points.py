@@ -25,16 +25,20 @@ def test_plan_eval_and_the_service_make_the_same_plan(
 ) -> None:
     bundle = shipped_bundle(domain, "tamp")
     assert bundle is not None
+    # Compute free: no attempt cap hands over on the clock, so a slow machine makes the
+    # same plan.
+    cfg = tmp_path / "free.yaml"
+    cfg.write_text("lambda: {tamp: 0.0}\n")
     args = ["--domain", domain, "--task", str(task), "--seed", "3", "--artifacts", str(tmp_path)]
-    assert main(["plan", "--json", "--bundle", str(bundle), *args]) == 0
+    assert main(["plan", "--json", "--bundle", str(bundle), "--config", str(cfg), *args]) == 0
     cli = json.loads(capsys.readouterr().out)
 
-    pipe = Pipeline.create(domain, None, tmp_path)
+    pipe = Pipeline.create(domain, cfg, tmp_path)
     method = bundled_camp_method(pipe, "tamp", bundle)
     score = method.evaluate(pipe, "tamp", task, seed=3)
     run = method.runtime(pipe, "tamp").run(pipe.task("test", task), seed=3)
 
-    service = CampService(domain, bundle_path=bundle, artifacts=tmp_path, planner="tamp")
+    service = CampService(domain, cfg, bundle, artifacts=tmp_path, planner="tamp")
     scene = get_plugin(domain).scene_from_task(service.pipe.task("test", task), None, "map")
     planned = service.plan(scene, seed=3)
 
