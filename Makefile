@@ -60,7 +60,7 @@ typecheck: setup
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 pytest: setup
 	$(VENV)/bin/pytest -n $(JOBS) --dist loadfile
-	$(VENV)/bin/pytest research -m research
+	$(VENV)/bin/pytest -n $(JOBS) --dist loadfile research -m research
 
 test: lint typecheck pytest
 
