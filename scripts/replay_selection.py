@@ -171,10 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     picks = {r: [p for _, run in replays for p in run[r]] for r in replays[0][1]}
     means = {r: float(np.mean(v)) for r, v in pooled.items()}
     diffs = {r: paired_difference(pooled["bound"], pooled[r]) for r in RULES if r != "bound"}
-    # How much of the best available gain over the universal context the rule keeps.
-    best = max(means["ungated"], means["oracle"])
-    gain = best - means["universal"]
-    kept = None if gain <= 0 else (means["bound"] - means["universal"]) / gain
+    # How much of the ungated selector's and of the oracle's gain over the universal context
+    # the bound rule keeps (None where that gain is not positive).
+    kept: dict[str, float | None] = {}
+    for ref in ("ungated", "oracle"):
+        gain = means[ref] - means["universal"]
+        kept[ref] = None if gain <= 0 else (means["bound"] - means["universal"]) / gain
     record: dict[str, Any] = {
         "domain": args.domain,
         "planner": args.planner,
@@ -194,10 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(record, indent=1, default=str))
     if args.markdown:
         cells = " | ".join(f"{means[r]:.1f}" for r in RULES)
-        row = (
-            f"| {args.domain} {args.planner} | {len(pooled['bound'])} | {cells} | "
-            f"{'—' if kept is None else f'{kept:.0%}'} |\n"
-        )
+        shares = " | ".join("—" if v is None else f"{v:.0%}" for v in kept.values())
+        row = f"| {args.domain} {args.planner} | {len(pooled['bound'])} | {cells} | {shares} |\n"
         with args.markdown.open("a") as fh:
             fh.write(row)
     return 0
