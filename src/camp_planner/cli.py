@@ -71,6 +71,16 @@ def _planner_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _rule_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rule",
+        choices=RULES,
+        help="how the runtime chooses contexts (default: camp.selection.rule, auto: by the "
+        "lower bound on each candidate's objective when the bundle has an objective model, "
+        "else the do-no-harm gate; ungated: the paper's CAMP)",
+    )
+
+
 def _workers_arg(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("parallel work (CSI learning and scoring)")
     g.add_argument(
@@ -156,13 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         "domains with a robot plug-in: namo, manip)",
     )
     p.add_argument("--render", type=Path, help="write a PNG of the episode")
-    p.add_argument(
-        "--rule",
-        choices=RULES,
-        help="how the runtime chooses contexts (default: camp.selection.rule, auto: by the "
-        "lower bound on each candidate's objective when the bundle has an objective model, "
-        "else the do-no-harm gate; ungated: the paper's CAMP)",
-    )
+    _rule_arg(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = sub.add_parser(
@@ -190,13 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", type=int, default=0, help="task index within the split")
     p.add_argument("--split", choices=("train", "test"), default="test")
     p.add_argument("--top", type=int, default=5, help="how many ranked contexts to show")
-    p.add_argument(
-        "--rule",
-        choices=RULES,
-        help="how the runtime chooses contexts (default: camp.selection.rule, auto: by the "
-        "lower bound on each candidate's objective when the bundle has an objective model, "
-        "else the do-no-harm gate; ungated: the paper's CAMP)",
-    )
+    _rule_arg(p)
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser(

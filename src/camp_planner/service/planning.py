@@ -250,9 +250,7 @@ class CampService:
                 progress=progress,
             )
         except CampError as exc:
-            close = getattr(mdp, "close", None)
-            if callable(close):
-                close()
+            _release(mdp)
             raise ServiceError(ErrorCode.INVALID_REQUEST, str(exc)) from None
         result = run.result
         inverse = {slot: oid for oid, slot in slot_of.items()}
@@ -275,10 +273,7 @@ class CampService:
         if not result.success:
             code = ErrorCode.TIMEOUT if result.outcome == "timeout" else ErrorCode.NO_PLAN
             message = f"no plan reached the goal (outcome: {result.outcome})"
-        # A simulator-backed MDP (NAMO's PyBullet client) is released now, not at GC.
-        close = getattr(mdp, "close", None)
-        if callable(close):
-            close()
+        _release(mdp)
         return PlanResult(
             success=result.success,
             code=code,
@@ -322,8 +317,13 @@ class CampService:
             except CampError as exc:
                 raise ServiceError(ErrorCode.INVALID_REQUEST, str(exc)) from None
             finally:
-                close = getattr(mdp, "close", None)
-                if callable(close):
-                    close()
+                _release(mdp)
             top += [c for c, _ in ranked if not c.is_universal and c not in top]
         return [*top[: max(k, 0)], Context.universal()]
+
+
+def _release(mdp: Any) -> None:
+    """Release a simulator-backed MDP (NAMO's PyBullet client) now, not at GC."""
+    close = getattr(mdp, "close", None)
+    if callable(close):
+        close()
