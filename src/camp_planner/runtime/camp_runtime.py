@@ -39,6 +39,7 @@ from camp_planner.learning.objective_model import ObjectiveModel
 from camp_planner.learning.structural import selector_input
 from camp_planner.planners import make_planner
 from camp_planner.runtime.selection import (
+    RULES,
     Candidate,
     Selection,
     SelectionSettings,
@@ -111,7 +112,8 @@ class CampRuntime:
         self.max_fallbacks = max_fallbacks
         selection = SelectionSettings.from_config(pipe.config, pipe.domain.gives_up(pipe.config))
         self.selection_settings = selection if rule is None else replace(selection, rule=rule)
-        SelectionSettings.from_config({"camp": {"selection": {"rule": self.rule}}})  # checked
+        if self.rule not in RULES:
+            raise CampError(f"the selection rule must be one of {', '.join(RULES)}, got {rule!r}")
         self.gate_config = GateConfig.from_config(pipe.config)
         meta = bundle.metadata if bundle is not None else {}
         stored = meta.get("gain_table")
