@@ -135,9 +135,21 @@ def test_every_subcommand_has_help(tmp_path: Path) -> None:
         assert res.returncode == 0 and "usage: camp" in res.stdout
 
 
-@pytest.mark.slow
 def test_demo_writes_png(tmp_path: Path) -> None:
-    res = _camp("demo", "--task", "1", "--out", str(tmp_path / "demo.png"), cwd=tmp_path)
+    # A small context space and CSI budget: the point is the demo's output; at the default
+    # budget, CSI learning alone took two and a half minutes.
+    cfg = tmp_path / "small.yaml"
+    cfg.write_text("contexts: {max_contexts: 4}\ncsi: {k1: 10, k2: 5, tasks: 2}\n")
+    res = _camp(
+        "demo",
+        "--config",
+        str(cfg),
+        "--task",
+        "1",
+        "--out",
+        str(tmp_path / "demo.png"),
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "demo.png").read_bytes()[:4] == b"\x89PNG"
     assert "best context" in res.stdout

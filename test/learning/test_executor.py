@@ -20,6 +20,7 @@ import pytest
 from camp_planner.cli import main
 from camp_planner.core.errors import CampError
 from camp_planner.learning.executor import (
+    MAX_RESTARTS,
     RAY_INSTALL,
     ExecutorSpec,
     InlineExecutor,
@@ -116,9 +117,46 @@ def test_worker_processes_run_torch_on_one_thread() -> None:
         torch.set_num_threads(before)
 
 
-def test_a_killed_worker_process_is_an_error_saying_the_command_resumes() -> None:
-    with pytest.raises(CampError, match=r"a worker process died .* resumes from the finished"):
+def test_a_job_that_kills_its_worker_every_time_is_an_error_saying_the_command_resumes(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(CampError) as raised:
         list(ProcessExecutor(2).map_shared(_die_on_three, [Job(i) for i in range(5)], None))
+    assert str(raised.value) == (
+        f"a worker process died (SIGKILL, killed: out of memory?) {MAX_RESTARTS + 1} times; "
+        "the same command resumes from the finished work"
+    )
+    retries = [line for line in capfd.readouterr().err.splitlines() if "retrying" in line]
+    assert len(retries) == MAX_RESTARTS
+    assert retries[-1].endswith(f"(restart {MAX_RESTARTS} of {MAX_RESTARTS})")
+
+
+@dataclass(frozen=True)
+class OnceJob:
+    n: int
+    mark: Path  # exists once a worker has died on job 3
+
+    def label(self) -> str:
+        return f"job {self.n}"
+
+
+def _die_once_on_three(job: OnceJob, _shared: Any) -> int:
+    if job.n == 3 and not job.mark.exists():
+        job.mark.touch()
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return job.n
+
+
+def test_a_worker_that_dies_once_is_replaced_and_every_job_finishes(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    jobs = [OnceJob(i, tmp_path / "died") for i in range(8)]
+    assert sorted(ProcessExecutor(2).map_shared(_die_once_on_three, jobs, None)) == list(range(8))
+    err = capfd.readouterr().err
+    assert "a worker process died (SIGSEGV, a crash in native code); retrying its" in err
+    assert "(restart 1 of 3)" in err
+    # faulthandler in the worker showed where it crashed.
+    assert "Fatal Python error: Segmentation fault" in err
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ manipulation domain's tasks: grasps from geometry, IK and collision checks, hold
 placing into bins and regrasping."""
 
 import math
+import random
 from collections.abc import Callable
 
 import pytest
@@ -202,3 +203,35 @@ def test_pooled_scenes_go_back_to_the_pool() -> None:
         assert again.arm == arm and set(again.objects) == {o.name for o in FAT.objects}
     finally:
         again.close()
+
+
+def test_a_remembered_ik_answer_is_the_one_a_fresh_solve_finds() -> None:
+    """IK answers are remembered per base pose, target and seed: asked again, in any order
+    and with the arm anywhere, from poses that reach a grasp and poses that do not, the
+    answer is a fresh solve's (a scene that never solved before)."""
+    rng = random.Random(3)
+    red = SKINNY.reds[0].name
+    with direct_client() as client:
+        scene = TabletopScene(SKINNY, client, objects=[red])
+        poses = [p for p in SKINNY.work_poses("table_left") if scene.base_free(p)][:4]
+        poses.append(SKINNY.start)
+        questions = []
+        for pose in poses:
+            scene.set_base(pose)
+            for style in (TOP, SIDE):
+                g = scene.grasp(red, style)
+                questions += [(pose, g.position, g.orientation), (pose, g.approach, g.orientation)]
+        questions *= 2
+        rng.shuffle(questions)
+        answers = {True: 0, False: 0}
+        for pose, position, orientation in questions:
+            scene.set_base(pose)
+            scene.set_arm([rng.uniform(-1, 1) for _ in range(7)])
+            found = scene.solve_ik(position, orientation)
+            with direct_client() as fresh_client:
+                fresh = TabletopScene(SKINNY, fresh_client, objects=[red])
+                fresh.set_base(pose)
+                assert found == fresh.solve_ik(position, orientation)
+            answers[found is not None] += 1
+        assert answers[True] > 0 and answers[False] > 0
+        assert len(scene._ik_memo) == len(questions) // 2

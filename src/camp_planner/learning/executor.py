@@ -16,8 +16,10 @@ Results come back to the driver, the only process that writes checkpoints and ca
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import multiprocessing
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -33,6 +35,10 @@ S = TypeVar("S")
 
 EXECUTORS = ("process", "ray")
 # What a user without Ray is told to run: the extra pins the version CI tests.
+# A job whose worker dies is retried in a fresh worker; past this many deaths the command
+# stops (a job that kills its worker every time would otherwise loop). Ray's executor uses it
+# for lost actors too.
+MAX_RESTARTS = 3
 RAY_INSTALL = "pip install 'camp_planner[ray]' (or `make setup`, which installs ray==2.60.0)"
 
 
@@ -120,6 +126,9 @@ _WORKER_SHARED: Any = None
 def _set_shared(shared: Any) -> None:
     global _WORKER_SHARED
     _WORKER_SHARED = shared
+    # A crash in native code (PyBullet, OMPL, torch) prints the worker's Python stack to
+    # stderr before the pool reports the death.
+    faulthandler.enable()
     # The workers already fill the CPUs: torch's own threads (a selector, a policy) would
     # only compete with them, as on a Ray actor.
     if "torch" in sys.modules:
@@ -153,31 +162,96 @@ class ProcessExecutor:
         return self.map_shared(WithoutShared(fn), items, None)
 
     def map_shared(self, fn: Callable[[T, S], R], items: Sequence[T], shared: S) -> Iterator[R]:
+        # A worker that dies (a crash in native code, the out-of-memory killer) takes the
+        # pool with it: a fresh pool retries the unfinished jobs, as Ray retries a lost
+        # actor's, up to MAX_RESTARTS times (a job that kills its worker every time stops).
+        remaining = dict(enumerate(items))
+        restarts = 0
+        while True:
+            try:
+                yield from self._run_pool(fn, remaining, shared)
+                return
+            except _PoolBroken as broken:
+                restarts += 1
+                if restarts > MAX_RESTARTS:
+                    raise CampError(
+                        f"a worker process died ({broken.why}) {restarts} times; the same "
+                        "command resumes from the finished work"
+                    ) from None
+                print(
+                    f"camp: a worker process died ({broken.why}); retrying its "
+                    f"{len(remaining)} unfinished jobs in fresh workers "
+                    f"(restart {restarts} of {MAX_RESTARTS})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+    def _run_pool(self, fn: Callable[[T, S], R], remaining: dict[int, T], shared: S) -> Iterator[R]:
+        """Runs ``remaining``'s jobs in one pool, deleting each as its result is yielded;
+        raises :class:`_PoolBroken` if a worker dies."""
         # fork keeps start-up cheap and inherits the ROS wheels' library path.
         ctx = multiprocessing.get_context("fork")
+        broken = False
         with ProcessPoolExecutor(
             max_workers=self.workers, mp_context=ctx, initializer=_set_shared, initargs=(shared,)
         ) as pool:
-            pending: set[Future[R]] = set()
-            queue = iter(items)
-            for item in queue:
-                pending.add(pool.submit(_call_shared, fn, item))
+            # The pool's own record of its workers, read after it is shut down for how the
+            # one that broke it ended (the pool offers no public way to ask).
+            # (The dict itself: it is empty until the first submit fills it.)
+            processes: dict[int, Any] = getattr(pool, "_processes", {})
+            pending: dict[Future[R], int] = {}
+            queue = iter(list(remaining))
+            for index in queue:
+                pending[pool.submit(_call_shared, fn, remaining[index])] = index
                 if len(pending) >= 2 * self.workers:
                     break
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            while pending and not broken:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
+                    index = pending.pop(future)
                     try:
                         result = future.result()
                     except BrokenProcessPool:
-                        raise CampError(
-                            "a worker process died (out of memory, or killed?); the same "
-                            "command resumes from the finished work"
-                        ) from None
+                        broken = True
+                        break
+                    del remaining[index]
                     yield result
                     nxt = next(queue, None)
                     if nxt is not None:
-                        pending.add(pool.submit(_call_shared, fn, nxt))
+                        pending[pool.submit(_call_shared, fn, remaining[nxt])] = nxt
+        if broken:
+            raise _PoolBroken(_how_workers_ended(list(processes.values())))
+
+
+class _PoolBroken(Exception):
+    """A worker of a process pool died; ``why`` says how, as far as the pool knows."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def _how_workers_ended(processes: list[Any]) -> str:
+    """How the workers of a broken pool ended, the ones the pool itself terminated (SIGTERM)
+    left out: a signal's name with its usual cause, or an exit code."""
+    causes = {
+        signal.SIGKILL: "killed: out of memory?",
+        signal.SIGSEGV: "a crash in native code",
+        signal.SIGABRT: "aborted by native code",
+        signal.SIGBUS: "a crash in native code",
+    }
+    seen = []
+    for proc in processes:
+        code = getattr(proc, "exitcode", None)
+        if code is None or code == 0 or code == -signal.SIGTERM:
+            continue
+        if code < 0:
+            sig = signal.Signals(-code)
+            cause = causes.get(sig)
+            seen.append(f"{sig.name}, {cause}" if cause else sig.name)
+        else:
+            seen.append(f"exit code {code}")
+    return "; ".join(sorted(set(seen))) or "out of memory, or killed?"
 
 
 # The executors of other modules, by kind, imported on first use (Ray is an optional extra,

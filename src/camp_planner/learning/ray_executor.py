@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from camp_planner.core.errors import CampError
 from camp_planner.learning.executor import (
+    MAX_RESTARTS,
     RAY_INSTALL,
     ExecutorSpec,
     WithoutShared,
@@ -49,9 +50,6 @@ S = TypeVar("S")
 # A local Ray's object store holds the CSIs sent to the workers (hundreds of kB), not data
 # sets: Ray's default would reserve 30 % of the machine's memory.
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2
-# A worker lost with its node is started again and its job retried; past this many losses
-# the command stops (a job that kills its worker every time would otherwise loop).
-MAX_RESTARTS = 3
 # One thread per worker for torch and the BLAS libraries: the workers already fill the CPUs.
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 

@@ -69,6 +69,7 @@ IK_ANGLE_TOLERANCE = 0.05  # radians
 PATH_STEPS = 4  # joint-space poses checked between approach and grasp, ends excluded
 PLACE_CLEARANCE = 0.003  # a placed object is let go this far above its support
 _CONTACT = -1e-6  # a distance below this is a penetration (touching is allowed)
+_IK_MEMO = 100_000  # IK answers a scene remembers (each a few hundred bytes)
 _IK_ROUNDS = 3  # IK restarts from its own answer to tighten it
 # ... while its answer misses by less than this (metres); farther off, another round did not
 # converge in the tasks measured, and failed solves were most of a grasp check's time.
@@ -192,7 +193,8 @@ class TabletopScene:
         st = world.settings
         c = client
         self.checks = 0  # arm collision checks (one per arm pose)
-        self.ik_requests = 0  # IK solves asked for (each tries up to len(SEEDS) starts)
+        self.ik_requests = 0  # IK solves asked for, remembered answers included
+        self._ik_memo: dict[tuple[object, ...], tuple[float, ...] | None] = {}
         self._names: dict[int, str] = {}
         self.slabs: list[int] = []
         for slab in world.slabs():
@@ -394,13 +396,20 @@ class TabletopScene:
         if self.held is not None:
             parts.append((self.objects[self.held], -1))
         hits: set[str] = set()
+        names = self._names
         for body, link in parts:
             lo, hi = pb.getAABB(body, link, physicsClientId=c)
-            lo = tuple(v - margin for v in lo)
-            hi = tuple(v + margin for v in hi)
-            for other, _ in pb.getOverlappingObjects(lo, hi, physicsClientId=c) or ():
-                name = self._names.get(int(other))
-                if int(other) in robot or name is None or name in hits:
+            if margin:
+                lo = tuple(v - margin for v in lo)
+                hi = tuple(v + margin for v in hi)
+            found = pb.getOverlappingObjects(lo, hi, physicsClientId=c)
+            if not found:
+                continue
+            # The broadphase lists every overlapping link, the arm's own a dozen times:
+            # one pass to the distinct named bodies keeps the exact queries few.
+            for other in {o for o, _ in found} - robot:
+                name = names.get(other)
+                if name is None or name in hits:
                     continue
                 points = pb.getClosestPoints(
                     body, other, margin, linkIndexA=link, physicsClientId=c
@@ -468,9 +477,36 @@ class TabletopScene:
         base pose, or None. PyBullet's IK (with joint limits) starts from ``seed`` (default:
         each of :data:`SEEDS`) and restarts from its own answer; the answer is verified by
         setting the joints and measuring the gripper's position and angle error, and must lie
-        within the joint limits. The arm is left as it was."""
+        within the joint limits. The arm is left as it was.
+
+        Remembered per base pose, target and seed: every solve resets the arm's joints to
+        its start, so the answer depends on nothing else. A CSI sample's variants ask the
+        same grasps and places again and again, and IK was half of CSI learning's time."""
         self.ik_requests += 1
-        (ax, ay, az), _ = pb.getBasePositionAndOrientation(self.arm, physicsClientId=self.client)
+        base, turn = pb.getBasePositionAndOrientation(self.arm, physicsClientId=self.client)
+        key = (
+            base,
+            turn,
+            tuple(position),
+            tuple(orientation),
+            None if seed is None else tuple(seed),
+        )
+        if key in self._ik_memo:
+            return self._ik_memo[key]
+        if len(self._ik_memo) >= _IK_MEMO:
+            self._ik_memo.clear()
+        found = self._solve_from_seeds(base, position, orientation, seed)
+        self._ik_memo[key] = found
+        return found
+
+    def _solve_from_seeds(
+        self,
+        base: Sequence[float],
+        position: Vec3,
+        orientation: Quat,
+        seed: Sequence[float] | None,
+    ) -> tuple[float, ...] | None:
+        ax, ay, az = base
         if math.dist(position, (ax, ay, az + _SHOULDER_Z)) > _REACH:
             return None
         for start in SEEDS if seed is None else (seed,):
