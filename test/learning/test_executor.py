@@ -317,3 +317,26 @@ def test_the_ray_extra_and_make_setup_pin_the_same_ray() -> None:
     (pin,) = [line for line in requirements if line.startswith("ray==")]
     assert f'"ray": ["{pin}"]' in setup
     assert pin in RAY_INSTALL
+
+
+def test_workers_start_when_stderr_has_no_file_descriptor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test's captured output (capsys) has no descriptor: the workers' crash reports go
+    to descriptor 2 instead, and every job runs."""
+    import io
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert sorted(ProcessExecutor(2).map_shared(_add, [1, 2, 3], 10)) == [11, 12, 13]
+
+
+def _broken_start(_shared: Any) -> None:
+    raise RuntimeError("no start")
+
+
+def test_a_worker_whose_start_up_fails_is_named_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from camp_planner.learning import executor
+
+    monkeypatch.setattr(executor, "_set_shared", _broken_start)
+    with pytest.raises(CampError, match=r"ended before its first job: its start-up failed"):
+        list(ProcessExecutor(2).map_shared(_add, [1, 2, 3], 10))

@@ -17,6 +17,7 @@ pytestmark = [pytest.mark.ros, pytest.mark.pybullet, pytest.mark.fast_downward, 
 
 EASY_TASK = 4  # pure TAMP solves it in a few seconds
 HARD_TASK = 3  # pure TAMP took more than 10 s on it, and 1.5 s after the planner improved
+STARTED = ("scene", "selection", "planning")  # the status stages of a scene taken up
 
 
 @pytest.fixture(scope="module")
@@ -192,3 +193,42 @@ def test_cancel_returns_promptly_and_a_second_goal_is_refused_not_interleaved(
     # The server takes the next goal (its worker restarted).
     result = system.plan(_scene(namo_tiny, EASY_TASK), context_id="universal", timeout=60.0)
     assert result.success, result.error_message
+
+
+def test_any_perception_qos_is_heard_and_a_repeated_scene_is_planned_once(
+    system: Any, namo_tiny: tuple[Path, Path]
+) -> None:
+    """A perception publisher with default QoS (reliable, volatile) and one with sensor QoS
+    (best effort) each get a plan, as the latched publishers of the other tests do; the
+    same scene streamed at 10 Hz is planned once, and a box moved in it is planned again."""
+    import time
+
+    from rclpy.qos import QoSProfile, qos_profile_sensor_data
+
+    from camp_msgs.msg import SceneObservation
+
+    for index, qos in ((0, QoSProfile(depth=10)), (1, qos_profile_sensor_data)):
+        pub = system.node.create_publisher(SceneObservation, "scene", qos)
+        try:
+            assert system.wait_for(lambda pub=pub: pub.get_subscription_count() > 0, 20.0)
+            plans = len(system.plans)
+            scene = _scene(namo_tiny, index)
+            pub.publish(scene)
+            assert system.wait_for(lambda plans=plans: len(system.plans) > plans, 120.0), qos
+            # The world unchanged, streamed: no new plan (statuses would say one started).
+            planned, seen = len(system.plans), len(system.statuses)
+            for _ in range(20):
+                pub.publish(scene)
+                time.sleep(0.1)
+            time.sleep(2.0)
+            assert len(system.plans) == planned
+            assert not [s for s in system.statuses[seen:] if s.stage in STARTED]
+            # A box pushed 0.3 m is a new scene: selected for (or refused) again.
+            box = next(o for o in scene.objects if o.movable and o.id != scene.goal_object_id)
+            box.pose.position.x += 0.3
+            pub.publish(scene)
+            assert system.wait_for(
+                lambda seen=seen: any(s.stage in STARTED for s in system.statuses[seen:]), 60.0
+            ), qos
+        finally:
+            system.node.destroy_publisher(pub)

@@ -127,8 +127,10 @@ def _set_shared(shared: Any) -> None:
     global _WORKER_SHARED
     _WORKER_SHARED = shared
     # A crash in native code (PyBullet, OMPL, torch) prints the worker's Python stack to
-    # stderr before the pool reports the death.
-    faulthandler.enable()
+    # stderr before the pool reports the death. On the descriptor: ``sys.stderr`` may be an
+    # object without one (a test's captured output), and an initializer that raises ends
+    # the worker before its first job.
+    faulthandler.enable(file=2)
     # The workers already fill the CPUs: torch's own threads (a selector, a policy) would
     # only compete with them, as on a Ray actor.
     if "torch" in sys.modules:
@@ -243,7 +245,10 @@ def _how_workers_ended(processes: list[Any]) -> str:
     seen = []
     for proc in processes:
         code = getattr(proc, "exitcode", None)
-        if code is None or code == 0 or code == -signal.SIGTERM:
+        if code is None or code == -signal.SIGTERM:
+            continue
+        if code == 0:  # what a worker whose initializer raised exits with
+            seen.append("ended before its first job: its start-up failed")
             continue
         if code < 0:
             sig = signal.Signals(-code)

@@ -6,7 +6,10 @@ selects a context, builds the CAMP (which variables and objects are dropped), se
 ``/plan/base_path`` and ``/plan/arm_trajectory``, and ``/camp_planner/markers`` for RViz (the
 allowed rooms, the dropped objects greyed, the base path). Every failure is published on
 ``/camp_planner/status`` with its named error code; the node keeps serving. A scene that
-arrives while a plan is being computed waits (only the newest one is kept).
+arrives while a plan is being computed waits (only the newest one is kept). ``/scene`` is
+heard whatever QoS perception publishes with (``ros/common.py``), and a scene within the
+``replan_tolerance_*`` parameters of the one being planned, or last planned with success,
+is that scene again: a perception stream repeating an unchanged world is planned once.
 
 Liveness: the TAMP server sends feedback at least once a second while it plans. When none
 comes for ``server_lost_s``, when the server leaves the ROS graph, or when a goal is not even
@@ -39,6 +42,7 @@ from camp_msgs.msg import Plan, SceneObservation, Status
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.domains.interface.errors import ErrorCode, ServiceError
+from camp_planner.domains.interface.scene import Scene, SceneTolerance, scene_change
 from camp_planner.ros.bringup import spin_nodes, start_node
 from camp_planner.ros.common import (
     ARM_TRAJECTORY_TOPIC,
@@ -53,6 +57,7 @@ from camp_planner.ros.common import (
     SELECT_SERVICE,
     STATUS_TOPIC,
     declare_service_params,
+    subscribe_scenes,
 )
 from camp_planner.ros.convert import context_to_msg, scene_from_msg, scene_markers
 from camp_planner.ros.selection_node import SelectionNode
@@ -68,9 +73,13 @@ class CampPlannerNode(Node):
         self.declare_parameter("timeout_s", 60.0)
         self.declare_parameter("allow_fallback", True)
         self.declare_parameter("plan_on_scene", True)
-        self.declare_parameter("server_wait_s", 30.0)
+        self.declare_parameter("server_wait_s", 60.0)
         self.declare_parameter("server_lost_s", 5.0)  # ≤ 0: wait for the result however long
         self.declare_parameter("resend_attempts", 3)
+        # A scene within these of the one being planned or last planned is that scene again.
+        self.declare_parameter("replan_tolerance_m", 0.05)
+        self.declare_parameter("replan_tolerance_rad", 0.1)
+        self.declare_parameter("replan_on_robot_motion", True)
         for param in self.get_parameters(list(PARAMETER_RANGES)):
             problem = _out_of_range(param.name, param.value)
             if problem:
@@ -101,13 +110,13 @@ class CampPlannerNode(Node):
         self._pending: SceneObservation | None = None
         self._wake = threading.Condition()
         self._stop = False
-        self.create_subscription(
-            SceneObservation,
-            SCENE_TOPIC,
-            self._on_scene,
-            LATCHED,
-            callback_group=MutuallyExclusiveCallbackGroup(),
-        )
+        self._pending_scene: Scene | None = None
+        # The scene being planned, or the last one planned with success: a scene within the
+        # tolerances of it is that scene again (a 10 Hz stream, the latched copy), not
+        # planned again.
+        self._planned_scene: Scene | None = None
+        self.unchanged_scenes = 0
+        subscribe_scenes(self, SceneObservation, self._on_scene, MutuallyExclusiveCallbackGroup())
         self._thread = threading.Thread(target=self._planning_loop, daemon=True)
         self._thread.start()
         self.get_logger().info(f"camp_planner ready: /{SCENE_TOPIC} in, /{SELECT_SERVICE} served")
@@ -143,10 +152,28 @@ class CampPlannerNode(Node):
         try:
             if not bool(self.get_parameter("plan_on_scene").value):
                 return
+            scene = scene_from_msg(msg)
+            try:
+                self.service.task_of(scene)
+            except ServiceError:
+                refused = True  # always passed on, to be refused with its named error
+            else:
+                refused = False
+            tolerance = SceneTolerance(
+                float(self.get_parameter("replan_tolerance_m").value),
+                float(self.get_parameter("replan_tolerance_rad").value),
+                bool(self.get_parameter("replan_on_robot_motion").value),
+            )
             with self._wake:
                 replaced = self._pending is not None
-                self._pending = msg
+                reference = self._pending_scene if replaced else self._planned_scene
+                why = "refused" if refused else scene_change(reference, scene, tolerance)
+                if not why:
+                    self.unchanged_scenes += 1
+                    return
+                self._pending, self._pending_scene = msg, scene
                 self._wake.notify()
+            self.get_logger().debug(f"[scene] a new scene: {why}")
             if replaced:
                 self.status("scene", "a newer scene replaced one still waiting", 0, 1)
         except Exception as exc:
@@ -164,8 +191,11 @@ class CampPlannerNode(Node):
                 if self._stop:
                     return
                 msg, self._pending = self._pending, None
+                scene, self._pending_scene = self._pending_scene, None
+                self._planned_scene = scene
+            planned = False
             try:
-                self.plan_scene(msg)
+                planned = self.plan_scene(msg)
             except Exception as exc:  # keep serving whatever went wrong
                 if not self.context.ok():
                     return
@@ -173,23 +203,28 @@ class CampPlannerNode(Node):
                     self.status("plan", f"{exc.__class__.__name__}: {exc}", ErrorCode.INTERNAL, 2)
                 except Exception as again:  # the loop must outlive its own error report
                     self.get_logger().error(f"[plan] {exc!r}; then {again!r}")
+            if not planned:
+                # A scene whose plan failed is planned again when it comes again.
+                with self._wake:
+                    if self._planned_scene is scene:
+                        self._planned_scene = None
 
-    def plan_scene(self, msg: SceneObservation) -> None:
+    def plan_scene(self, msg: SceneObservation) -> bool:
         """Select a context for ``msg``, build its CAMP, plan it on the TAMP server and
-        publish the results."""
+        publish the results; whether a plan was published."""
         try:
             scene = scene_from_msg(msg)
             task, _ = self.service.task_of(scene)  # refuse a malformed scene before anything
         except ServiceError as exc:
             self.status("scene", exc.message, exc.code, Status.LEVEL_ERROR)
-            return
+            return False
         context_id = ""
         if self.service.has_selector:
             try:
                 sel = self.service.select(scene)
             except ServiceError as exc:
                 self.status("selection", exc.message, exc.code, Status.LEVEL_ERROR)
-                return
+                return False
             context_id = sel.context.id
             self.pub_context.publish(context_to_msg(sel.context))
             self.publish_markers(msg, task, sel.context, sel.dropped_objects)
@@ -204,7 +239,7 @@ class CampPlannerNode(Node):
         if not self.plans.wait_for_server(timeout_sec=wait):
             said = f"no PlanTask server on /{PLAN_ACTION}"
             self.status("planning", said, ErrorCode.SERVER_LOST, Status.LEVEL_ERROR)
-            return
+            return False
         goal = PlanTask.Goal()
         goal.scene = msg
         goal.context_id = context_id
@@ -214,7 +249,7 @@ class CampPlannerNode(Node):
         self.status("planning", "sent the CAMP to the TAMP server")
         result = self._call(goal)
         if result is None:
-            return
+            return False
         plan = result.plan
         if result.success:
             self.pub_plan.publish(plan)
@@ -234,8 +269,9 @@ class CampPlannerNode(Node):
                 f"{len(plan.steps)} steps under {plan.context.description} "
                 f"({plan.fallbacks} fallbacks); {times}",
             )
-        else:
-            self.status("plan", result.error_message, result.error_code, Status.LEVEL_ERROR)
+            return True
+        self.status("plan", result.error_message, result.error_code, Status.LEVEL_ERROR)
+        return False
 
     def publish_markers(
         self,
@@ -404,6 +440,8 @@ PARAMETER_RANGES: dict[str, tuple[float, float, str]] = {
     "server_wait_s": (0.0, MAX_TIMEOUT_S, "seconds"),
     "server_lost_s": (0.0, MAX_TIMEOUT_S, "seconds; 0: never take the server for lost"),
     "resend_attempts": (0, 100, "re-sends of a scene after the server is lost"),
+    "replan_tolerance_m": (0.0, 10.0, "metres an object or the goal may move unplanned"),
+    "replan_tolerance_rad": (0.0, math.pi, "radians an object may turn unplanned"),
 }
 
 

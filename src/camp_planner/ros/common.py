@@ -7,8 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rclpy.callback_groups import CallbackGroup
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.subscription import Subscription
 
 from camp_planner.core.errors import CampError
 from camp_planner.ros.worlds import DEFAULT_WORLD, check_world, world_config
@@ -22,6 +25,18 @@ LATCHED = QoSProfile(
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
 EVENTS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE)
+# Scenes in, from whatever perception publishes with: a best-effort volatile subscription
+# matches every publisher (reliable or best effort, volatile or transient local), and a
+# latched one beside it receives the scene a transient-local publisher sent before this node
+# joined. A volatile publisher meets the latched subscription with an incompatible-QoS event,
+# which :func:`subscribe_scenes` answers quietly; the copies a latched publisher sends to both
+# are one scene, which the planner's scene comparison drops.
+SCENE_STREAM = QoSProfile(
+    depth=1,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.BEST_EFFORT,
+    durability=DurabilityPolicy.VOLATILE,
+)
 
 SCENE_TOPIC = "scene"
 CONTEXT_TOPIC = "context"
@@ -33,6 +48,26 @@ MARKERS_TOPIC = "camp_planner/markers"
 EXECUTION_TOPIC = "execution_report"
 SELECT_SERVICE = "select_context"
 PLAN_ACTION = "plan_task"
+
+
+def subscribe_scenes(
+    node: Node, msg_type: Any, callback: Any, group: CallbackGroup | None = None
+) -> list[Subscription[Any]]:
+    """Subscribe ``callback`` to the scene topic with both :data:`SCENE_STREAM` and
+    :data:`LATCHED`: every publisher is heard, and a latched scene is heard late."""
+
+    def quiet(_info: Any) -> None:
+        # Expected for one of the pair whenever a publisher is volatile or best effort; the
+        # default handler would warn on every such match.
+        node.get_logger().debug("a scene publisher matches only the stream subscription")
+
+    events = SubscriptionEventCallbacks(incompatible_qos=quiet)
+    return [
+        node.create_subscription(
+            msg_type, SCENE_TOPIC, callback, qos, callback_group=group, event_callbacks=events
+        )
+        for qos in (SCENE_STREAM, LATCHED)
+    ]
 
 
 def resolve_path(path: str | Path) -> Path:

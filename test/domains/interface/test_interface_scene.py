@@ -7,9 +7,18 @@ import dataclasses
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from camp_planner.domains.interface.errors import ErrorCode, ServiceError
-from camp_planner.domains.interface.scene import Pose, Scene, SceneObject, validate_scene
+from camp_planner.domains.interface.scene import (
+    Pose,
+    Scene,
+    SceneObject,
+    SceneTolerance,
+    scene_change,
+    validate_scene,
+)
 
 
 def _scene(**changes: object) -> Scene:
@@ -76,3 +85,53 @@ def test_an_object_with_a_zero_quaternion_is_refused_by_name() -> None:
     with pytest.raises(ServiceError) as info:
         validate_scene(dataclasses.replace(scene, objects=(*scene.objects, bad)))
     assert info.value.code == ErrorCode.INVALID_SCENE and "'cup'" in info.value.message
+
+
+def _with_box(x: float, y: float, yaw: float = 0.0, robot: float = 0.0) -> Scene:
+    box = SceneObject("box_0", "box", Pose.planar(x, y, yaw, z=0.2), (0.4, 0.4, 0.4), True)
+    table = SceneObject("table", "table", Pose((1.0, 0.0, 0.4)), (1.0, 0.6, 0.8), False)
+    return Scene("namo", Pose.planar(robot, 0.0, 0.0), (table, box), goal_object_id="table")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    dx=st.floats(-0.05, 0.05),
+    dy=st.floats(-0.05, 0.05),
+    turn=st.floats(-0.1, 0.1),
+    robot=st.floats(-5.0, 5.0),
+)
+def test_a_scene_within_the_tolerances_is_the_planned_one(
+    dx: float, dy: float, turn: float, robot: float
+) -> None:
+    """Perception noise within the tolerances needs no new plan, nor, for a planner beside
+    an executor, the robot driving anywhere."""
+    tol = SceneTolerance(position_m=0.08, angle_rad=0.12, robot=False)
+    planned = _with_box(2.0, 1.0)
+    assert scene_change(planned, _with_box(2.0 + dx, 1.0 + dy, turn, robot), tol) == ""
+
+
+def test_each_kind_of_change_is_named() -> None:
+    tol = SceneTolerance()
+    planned = _with_box(2.0, 1.0)
+    assert scene_change(None, planned, tol) == "the first scene"
+    assert scene_change(planned, _with_box(2.3, 1.0), tol) == "object 'box_0' moved 0.30 m"
+    assert scene_change(planned, _with_box(2.0, 1.0, yaw=0.5), tol) == "object 'box_0' turned 29°"
+    assert scene_change(planned, dataclasses.replace(planned, goal_object_id="box_0"), tol) == (
+        "the goal changed"
+    )
+    fewer = dataclasses.replace(planned, objects=planned.objects[:1])
+    assert scene_change(planned, fewer, tol) == "objects gone: box_0"
+    assert scene_change(fewer, planned, tol) == "new objects: box_0"
+    held = dataclasses.replace(
+        planned, objects=(planned.objects[0], dataclasses.replace(planned.objects[1], room="r3"))
+    )
+    assert scene_change(planned, held, tol) == "object 'box_0' changed class, movability or room"
+    # The robot's own motion counts, unless an executor judges it.
+    drove = _with_box(2.0, 1.0, robot=1.5)
+    assert scene_change(planned, drove, tol) == "the robot moved 1.50 m"
+    assert scene_change(planned, drove, SceneTolerance(robot=False)) == ""
+    assert scene_change(planned, _with_box(2.0, 1.0, robot=0.04), tol) == ""
+    # A malformed scene is never taken for the planned one: validation then refuses it.
+    assert scene_change(planned, _with_box(math.nan, 1.0), tol) == "a NaN or infinite value"
+    lost = dataclasses.replace(drove, robot_pose=Pose.planar(math.inf, 0.0, 0.0))
+    assert scene_change(planned, lost, tol) == "a NaN or infinite value"

@@ -165,3 +165,86 @@ def validate_scene(scene: Scene, need_goal: bool = True, frame_id: str = "map") 
             raise ServiceError(
                 ErrorCode.MISSING_GOAL, "the scene has neither a goal object nor a goal pose"
             )
+
+
+@dataclass(frozen=True)
+class SceneTolerance:
+    """How far a scene may differ from the one a plan was made for and still be that scene
+    (perception noise, a stream that repeats the world at 10 Hz): ``position_m`` and
+    ``angle_rad`` for the robot, every object and the goal. Without ``robot`` the robot's own
+    motion never counts: for a planner beside an executor, which knows whether the robot
+    moved as the plan said."""
+
+    position_m: float = 0.05
+    angle_rad: float = 0.1
+    robot: bool = True
+
+
+def _turn(a: Pose, b: Pose) -> float:
+    """The angle (radians) of the rotation from ``a``'s orientation to ``b``'s."""
+    na = math.sqrt(sum(v * v for v in a.orientation)) or 1.0
+    nb = math.sqrt(sum(v * v for v in b.orientation)) or 1.0
+    dot = abs(sum(x * y for x, y in zip(a.orientation, b.orientation, strict=True))) / (na * nb)
+    return 2.0 * math.acos(min(1.0, dot))
+
+
+def _moved(a: Pose, b: Pose, tol: SceneTolerance) -> str:
+    shift = math.dist(a.position, b.position)
+    if not shift <= tol.position_m:  # NaN too: a malformed scene is never the same
+        return f"moved {shift:.2f} m"
+    turn = _turn(a, b)
+    if not turn <= tol.angle_rad:
+        return f"turned {math.degrees(turn):.0f}°"
+    return ""
+
+
+def _names(ids: Iterable[str], limit: int = 3) -> str:
+    ids = sorted(ids)
+    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
+    return ", ".join(ids[:limit]) + more
+
+
+def scene_change(planned: Scene | None, scene: Scene, tol: SceneTolerance) -> str:
+    """Why ``scene`` needs a plan of its own when the last plan was made for ``planned``:
+    "" when it is that scene within ``tol`` (the same objects, goal and frame, each pose
+    within the tolerances), else the first difference found, for the log."""
+    if planned is None:
+        return "the first scene"
+    values = [*scene.robot_pose.values(), *scene.task_features]
+    values += [v for o in scene.objects for v in (*o.pose.values(), *o.size)]
+    if not all(math.isfinite(v) for v in values):
+        return "a NaN or infinite value"  # never the planned scene: validation refuses it
+    if (planned.domain, planned.frame_id) != (scene.domain, scene.frame_id):
+        return "the domain or the frame changed"
+    if planned.goal_object_id != scene.goal_object_id or planned.task_features != (
+        scene.task_features
+    ):
+        return "the goal changed"
+    if (planned.goal_pose is None) != (scene.goal_pose is None):
+        return "the goal changed"
+    if (
+        planned.goal_pose is not None
+        and scene.goal_pose is not None
+        and not math.dist(planned.goal_pose.position, scene.goal_pose.position) <= tol.position_m
+    ):
+        return "the goal pose moved"
+    before = {o.id: o for o in planned.objects}
+    after = {o.id: o for o in scene.objects}
+    if after.keys() - before.keys():
+        return f"new objects: {_names(after.keys() - before.keys())}"
+    if before.keys() - after.keys():
+        return f"objects gone: {_names(before.keys() - after.keys())}"
+    for oid, new in after.items():
+        old = before[oid]
+        if (old.object_class, old.movable, old.room) != (new.object_class, new.movable, new.room):
+            return f"object '{oid}' changed class, movability or room"
+        if not math.dist(old.size, new.size) <= tol.position_m:
+            return f"object '{oid}' changed size"
+        moved = _moved(old.pose, new.pose, tol)
+        if moved:
+            return f"object '{oid}' {moved}"
+    if tol.robot:
+        moved = _moved(planned.robot_pose, scene.robot_pose, tol)
+        if moved:
+            return f"the robot {moved}"
+    return ""
