@@ -3,7 +3,7 @@ with one parameter file.
 
     ros2 launch camp_planner manip.launch.py
     ros2 launch camp_planner manip.launch.py params_file:=/path/to/manip_params.yaml
-    ros2 launch camp_planner manip.launch.py rviz:=true   # also RViz2, with config/ros/namo.rviz
+    ros2 launch camp_planner manip.launch.py rviz:=true   # also RViz2, with config/ros/manip.rviz
 
 Without the launch system (e.g. ROS 2 from PyPI wheels), `camp bringup manip --processes
 --params config/ros/manip_params.yaml` starts the same executables with the same file.
@@ -59,7 +59,7 @@ def generate_launch_description() -> LaunchDescription:
             package="rviz2",
             executable="rviz2",
             name="rviz2",
-            arguments=["-d", os.path.join(share, "config", "ros", "namo.rviz")],
+            arguments=["-d", os.path.join(share, "config", "ros", "manip.rviz")],
             condition=IfCondition(LaunchConfiguration("rviz")),
         )
     )

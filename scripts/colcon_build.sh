@@ -47,6 +47,7 @@ check "$INSTALL/camp_planner/lib/camp_planner/namo_sim"
 check "$INSTALL/camp_planner/share/camp_planner/launch/namo.launch.py"
 check "$INSTALL/camp_planner/share/camp_planner/config/ros/namo_params.yaml"
 check "$INSTALL/camp_planner/share/camp_planner/config/ros/namo.rviz"
+check "$INSTALL/camp_planner/share/camp_planner/config/ros/manip.rviz"
 # The configuration the nodes load for world:=grid10 (camp_planner/ros/worlds.py).
 check "$INSTALL/camp_planner/share/camp_planner/config/namo/grid10.yaml"
 check "$INSTALL/camp_planner/lib/camp_planner/manip_sim"

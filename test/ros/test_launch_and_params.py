@@ -94,15 +94,16 @@ def test_remap_rules_for_the_selection_context_keep_topic_remaps_only() -> None:
 
 
 @pytest.mark.ros
-def test_the_rviz_config_shows_the_topics_and_frame_the_nodes_use() -> None:
+@pytest.mark.parametrize("system", ["namo", "manip"])
+def test_the_rviz_config_shows_the_topics_and_frame_the_nodes_use(system: str) -> None:
     from geometry_msgs.msg import PoseStamped
 
     from camp_planner.ros.common import BASE_PATH_TOPIC, MARKERS_TOPIC
 
-    rviz = yaml.safe_load((ROOT / "config" / "ros" / "namo.rviz").read_text())
+    rviz = yaml.safe_load((ROOT / "config" / "ros" / f"{system}.rviz").read_text())
     manager = rviz["Visualization Manager"]
-    params = yaml.safe_load((ROOT / "config" / "ros" / "namo_params.yaml").read_text())
-    frame = params["namo_sim"]["ros__parameters"]["frame_id"]
+    params = yaml.safe_load((ROOT / "config" / "ros" / f"{system}_params.yaml").read_text())
+    frame = params[f"{system}_sim"]["ros__parameters"]["frame_id"]
     assert manager["Global Options"]["Fixed Frame"] == frame
     by_class = {d["Class"]: d for d in manager["Displays"]}
     markers = by_class["rviz_default_plugins/MarkerArray"]
@@ -131,5 +132,5 @@ def test_the_rviz_config_shows_the_topics_and_frame_the_nodes_use() -> None:
     )
     drawn = {m.ns for m in every.markers[1:]}
     assert drawn == set(markers["Namespaces"])
-    launch = (ROOT / "launch" / "namo.launch.py").read_text()
-    assert '"namo.rviz"' in launch and '"rviz"' in launch
+    launch = (ROOT / "launch" / f"{system}.launch.py").read_text()
+    assert f'"{system}.rviz"' in launch and '"rviz"' in launch

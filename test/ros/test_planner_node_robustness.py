@@ -122,7 +122,9 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         peer.destroy_node()
 
 
-def _scene(domain: str = "namo") -> Any:
+def _scene(domain: str = "namo", turn: float = 0.0) -> Any:
+    """Test task 4's scene, the robot turned ``turn`` radians where it stands: the planner
+    plans a scene once, so a test that needs a goal sent turns the robot anew."""
     from camp_planner.domains.namo.scene_io import scene_from_task
     from camp_planner.ros.convert import scene_to_msg
     from camp_planner.workflow import Pipeline
@@ -131,6 +133,9 @@ def _scene(domain: str = "namo") -> Any:
         scene_from_task(Pipeline.create("namo", None, Path("artifacts")).task("test", 4))
     )
     msg.domain = domain
+    q = msg.robot_pose.orientation
+    yaw = math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z)) + turn
+    q.x, q.y, q.z, q.w = 0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)
     return msg
 
 
@@ -189,7 +194,7 @@ def test_a_silent_server_is_reported_lost_and_the_scene_re_sent(rig: dict[str, A
     server.script[:] = ["silent", "ok"]
     before, seen, goals = len(plans), len(statuses), server.goals
     t0 = time.monotonic()
-    rig["scenes"].publish(_scene())
+    rig["scenes"].publish(_scene(turn=0.3))
     assert _wait(lambda: len(plans) > before, 30.0)
     lost = [s for s in statuses[seen:] if s.error_code == PlanTask.Result.ERROR_SERVER_LOST]
     assert lost and lost[0].level == Status.LEVEL_WARN and "re-sending" in lost[0].message
@@ -204,7 +209,7 @@ def test_a_server_shut_down_mid_goal_gets_the_scene_again(rig: dict[str, Any]) -
     server, plans, statuses = rig["server"], rig["plans"], rig["statuses"]
     server.script[:] = ["shutdown", "ok"]
     before, seen, goals = len(plans), len(statuses), server.goals
-    rig["scenes"].publish(_scene())
+    rig["scenes"].publish(_scene(turn=0.6))
     assert _wait(lambda: len(plans) > before, 30.0)
     assert server.goals >= goals + 2  # more if a loaded machine held a goal back for 2 s
     lost = [s for s in statuses[seen:] if s.error_code == PlanTask.Result.ERROR_SERVER_LOST]
@@ -217,7 +222,7 @@ def test_a_busy_server_is_asked_again(rig: dict[str, Any]) -> None:
     server, plans, statuses = rig["server"], rig["plans"], rig["statuses"]
     server.script[:] = ["busy", "ok"]
     before, seen = len(plans), len(statuses)
-    rig["scenes"].publish(_scene())
+    rig["scenes"].publish(_scene(turn=0.9))
     assert _wait(lambda: len(plans) > before, 30.0)
     assert any(s.error_code == PlanTask.Result.ERROR_BUSY for s in statuses[seen:])
 

@@ -294,7 +294,7 @@ def test_the_launch_file_passes_world_to_every_node_only_when_given(
 @pytest.mark.fast_downward
 @pytest.mark.slow
 def test_bringup_world_grid10_once_runs_to_the_goal_with_the_shipped_selector(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     from camp_planner.learning.bundle import shipped_bundle
 
@@ -316,11 +316,16 @@ def test_bringup_world_grid10_once_runs_to_the_goal_with_the_shipped_selector(
     path.write_text(yaml.safe_dump(params))
     args = ["bringup", "namo", "--params", str(path), "--world", "grid10", "--once"]
     assert main([*args, "--wait", "600"]) == 0
-    out = capsys.readouterr().out
+    # capfd: the nodes log through rcutils, on descriptor 2.
+    captured = capfd.readouterr()
+    out = captured.out
     assert "world grid10" in out and "goal reached: True" in out
     assert "[bringup] context:" in out and "task_planning" in out
-    # The shipped selector chose the context (without one, no selection status is sent).
-    assert "[camp_planner] [selection] context " in out
+    # The shipped selector chose the context (without one, no selection status is sent),
+    # as the planner node logged it, once.
+    err = captured.err
+    assert err.count("[camp_planner]: [selection] context ") == 1
+    assert "[camp_planner] [" not in out  # no second copy of the node's lines
     renders = list((tmp_path / "renders").glob("namo_execution_*.png"))
     assert renders
     from PIL import Image

@@ -278,7 +278,8 @@ def _bringup(args: argparse.Namespace) -> int:
 
     executor = MultiThreadedExecutor(num_threads=6)
     watcher = Node("camp_bringup_monitor")
-    watch = monitor(watcher, echo=lambda line: print(f"[camp_planner] {line}", flush=True))
+    # The nodes log every status themselves (one line per event); the monitor only watches.
+    watch = monitor(watcher)
     executor.add_node(watcher)
     try:
         if args.processes:
