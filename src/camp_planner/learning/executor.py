@@ -202,9 +202,21 @@ class ProcessExecutor:
             # (The dict itself: it is empty until the first submit fills it.)
             processes: dict[int, Any] = getattr(pool, "_processes", {})
             pending: dict[Future[R], int] = {}
+
+            def submit(index: int) -> bool:
+                # A pool broken meanwhile (a worker died, even before its first job)
+                # refuses new work at once.
+                try:
+                    pending[pool.submit(_call_shared, fn, remaining[index])] = index
+                except BrokenProcessPool:
+                    return False
+                return True
+
             queue = iter(list(remaining))
             for index in queue:
-                pending[pool.submit(_call_shared, fn, remaining[index])] = index
+                if not submit(index):
+                    broken = True
+                    break
                 if len(pending) >= 2 * self.workers:
                     break
             while pending and not broken:
@@ -219,8 +231,9 @@ class ProcessExecutor:
                     del remaining[index]
                     yield result
                     nxt = next(queue, None)
-                    if nxt is not None:
-                        pending[pool.submit(_call_shared, fn, remaining[nxt])] = nxt
+                    if nxt is not None and not submit(nxt):
+                        broken = True
+                        break
         if broken:
             raise _PoolBroken(_how_workers_ended(list(processes.values())))
 
