@@ -107,15 +107,14 @@ class CampPlannerNode(Node):
         self.pub_arm = self.create_publisher(JointTrajectory, ARM_TRAJECTORY_TOPIC, LATCHED)
         self.pub_status = self.create_publisher(Status, STATUS_TOPIC, EVENTS)
         self.pub_markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, LATCHED)
-        self._pending: SceneObservation | None = None
+        # The newest scene waiting to be planned, as received and as read.
+        self._pending: tuple[SceneObservation, Scene] | None = None
         self._wake = threading.Condition()
         self._stop = False
-        self._pending_scene: Scene | None = None
         # The scene being planned, or the last one planned with success: a scene within the
         # tolerances of it is that scene again (a 10 Hz stream, the latched copy), not
         # planned again.
         self._planned_scene: Scene | None = None
-        self.unchanged_scenes = 0
         subscribe_scenes(self, SceneObservation, self._on_scene, MutuallyExclusiveCallbackGroup())
         self._thread = threading.Thread(target=self._planning_loop, daemon=True)
         self._thread.start()
@@ -166,12 +165,11 @@ class CampPlannerNode(Node):
             )
             with self._wake:
                 replaced = self._pending is not None
-                reference = self._pending_scene if replaced else self._planned_scene
+                reference = self._pending[1] if self._pending else self._planned_scene
                 why = "refused" if refused else scene_change(reference, scene, tolerance)
                 if not why:
-                    self.unchanged_scenes += 1
                     return
-                self._pending, self._pending_scene = msg, scene
+                self._pending = (msg, scene)
                 self._wake.notify()
             self.get_logger().debug(f"[scene] a new scene: {why}")
             if replaced:
@@ -188,10 +186,9 @@ class CampPlannerNode(Node):
             with self._wake:
                 while self._pending is None and not self._stop:
                     self._wake.wait(0.5)
-                if self._stop:
+                if self._stop or self._pending is None:
                     return
-                msg, self._pending = self._pending, None
-                scene, self._pending_scene = self._pending_scene, None
+                (msg, scene), self._pending = self._pending, None
                 self._planned_scene = scene
             planned = False
             try:
