@@ -17,6 +17,7 @@ Results come back to the driver, the only process that writes checkpoints and ca
 from __future__ import annotations
 
 import faulthandler
+import gc
 import importlib
 import multiprocessing
 import signal
@@ -193,6 +194,18 @@ class ProcessExecutor:
         raises :class:`_PoolBroken` if a worker dies."""
         # fork keeps start-up cheap and inherits the ROS wheels' library path.
         ctx = multiprocessing.get_context("fork")
+        # Objects this process already holds (a simulator client, a ROS handle) are frozen
+        # out of the garbage collector while workers fork: a worker collecting its inherited
+        # copy runs their native finalizers and crashed (SIGSEGV while "Garbage-collecting").
+        gc.freeze()
+        try:
+            yield from self._serve_pool(ctx, fn, remaining, shared)
+        finally:
+            gc.unfreeze()
+
+    def _serve_pool(
+        self, ctx: Any, fn: Callable[[T, S], R], remaining: dict[int, T], shared: S
+    ) -> Iterator[R]:
         broken = False
         with ProcessPoolExecutor(
             max_workers=self.workers, mp_context=ctx, initializer=_set_shared, initargs=(shared,)
