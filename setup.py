@@ -44,6 +44,7 @@ setup(
             "tamp_server = camp_planner.ros.tamp_server_node:main",
             "namo_sim = camp_planner.ros.namo_sim_node:main",
             "manip_sim = camp_planner.ros.manip_sim_node:main",
+            "camp_lifecycle_manager = camp_planner.ros.lifecycle_manager:main",
         ],
     },
 )

@@ -3,6 +3,7 @@ with one parameter file.
 
     ros2 launch camp_planner manip.launch.py
     ros2 launch camp_planner manip.launch.py params_file:=/path/to/manip_params.yaml
+    ros2 launch camp_planner manip.launch.py namespace:=robot1 use_sim_time:=true
     ros2 launch camp_planner manip.launch.py rviz:=true   # also RViz2, with config/ros/manip.rviz
 
 Without the launch system (e.g. ROS 2 from PyPI wheels), `camp bringup manip --processes
@@ -18,10 +19,12 @@ from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 
 from launch import LaunchDescription
 
 NODES = ("tamp_server", "camp_planner", "manip_sim")
+MANAGED = ("tamp_server", "camp_planner")  # lifecycle nodes, in bring-up order
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -32,19 +35,42 @@ def generate_launch_description() -> LaunchDescription:
             "params_file",
             default_value=os.path.join(share, "config", "ros", "manip_params.yaml"),
             description="ROS 2 parameter file with a ros__parameters block per node",
-        )
+        ),
+        DeclareLaunchArgument(
+            "namespace",
+            default_value="",
+            description="run the system under this namespace (e.g. robot1), beside others",
+        ),
+        DeclareLaunchArgument(
+            "use_sim_time", default_value="false", description="read time from /clock"
+        ),
     ]
+    sim_time = {
+        "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)
+    }
     for name in NODES:
         actions.append(
             Node(
                 package="camp_planner",
                 executable=name,
                 name=name,
-                parameters=[params],
+                namespace=LaunchConfiguration("namespace"),
+                parameters=[params, sim_time],
                 output="screen",
                 emulate_tty=True,
             )
         )
+    # Configures and activates the managed nodes (tamp_server, then camp_planner).
+    actions.append(
+        Node(
+            package="camp_planner",
+            executable="camp_lifecycle_manager",
+            name="camp_lifecycle_manager",
+            namespace=LaunchConfiguration("namespace"),
+            parameters=[{"node_names": list(MANAGED), "autostart": True}, sim_time],
+            output="screen",
+        )
+    )
     actions.append(
         DeclareLaunchArgument(
             "rviz",
@@ -53,7 +79,7 @@ def generate_launch_description() -> LaunchDescription:
         )
     )
     # RViz2 is not a dependency of the package: install it (ros-$ROS_DISTRO-rviz2) to use it.
-    # NAMO's view serves: a top-down view of /camp_planner/markers and the base path in `map`.
+    # NAMO's view serves: a top-down view of camp/markers and the base path in `map`.
     actions.append(
         Node(
             package="rviz2",

@@ -2,6 +2,7 @@
 
     ros2 launch camp_planner namo.launch.py
     ros2 launch camp_planner namo.launch.py params_file:=/path/to/namo_params.yaml
+    ros2 launch camp_planner namo.launch.py namespace:=robot1 use_sim_time:=true
     ros2 launch camp_planner namo.launch.py rviz:=true   # also RViz2 with config/ros/namo.rviz
     ros2 launch camp_planner namo.launch.py world:=grid10   # 10×10 rooms (config/namo/grid10.yaml)
 
@@ -25,6 +26,7 @@ from launch_ros.parameter_descriptions import ParameterValue
 from launch import LaunchDescription
 
 NODES = ("tamp_server", "camp_planner", "namo_sim")
+MANAGED = ("tamp_server", "camp_planner")  # lifecycle nodes, in bring-up order
 
 
 def _nodes(context: LaunchContext) -> list[Node]:
@@ -32,17 +34,36 @@ def _nodes(context: LaunchContext) -> list[Node]:
     empty override would hide a ``world`` the file sets."""
     world = LaunchConfiguration("world").perform(context)
     overrides = [{"world": ParameterValue(world, value_type=str)}] if world else []
-    return [
+    return [*_system(overrides)]
+
+
+def _system(overrides: list[dict[str, ParameterValue]]) -> list[Node]:
+    """Every node of the system in the launch's namespace, and the lifecycle manager that
+    configures and activates the managed ones (tamp_server, then camp_planner)."""
+    sim_time = {
+        "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)
+    }
+    nodes = [
         Node(
             package="camp_planner",
             executable=name,
             name=name,
-            parameters=[LaunchConfiguration("params_file"), *overrides],
+            namespace=LaunchConfiguration("namespace"),
+            parameters=[LaunchConfiguration("params_file"), sim_time, *overrides],
             output="screen",
             emulate_tty=True,
         )
         for name in NODES
     ]
+    manager = Node(
+        package="camp_planner",
+        executable="camp_lifecycle_manager",
+        name="camp_lifecycle_manager",
+        namespace=LaunchConfiguration("namespace"),
+        parameters=[{"node_names": list(MANAGED), "autostart": True}, sim_time],
+        output="screen",
+    )
+    return [*nodes, manager]
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -52,6 +73,14 @@ def generate_launch_description() -> LaunchDescription:
             "params_file",
             default_value=os.path.join(share, "config", "ros", "namo_params.yaml"),
             description="ROS 2 parameter file with a ros__parameters block per node",
+        ),
+        DeclareLaunchArgument(
+            "namespace",
+            default_value="",
+            description="run the system under this namespace (e.g. robot1), beside others",
+        ),
+        DeclareLaunchArgument(
+            "use_sim_time", default_value="false", description="read time from /clock"
         ),
         DeclareLaunchArgument(
             "world",

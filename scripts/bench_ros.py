@@ -38,10 +38,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=1000, help="/select_context calls")
     parser.add_argument("--tasks", type=int, default=10, help="NAMO test tasks to plan")
     parser.add_argument("--timeout", type=float, default=60.0, help="per planning call (s)")
+    parser.add_argument(
+        "--burst", type=int, default=300, help="/select_context requests sent at once (0: none)"
+    )
     parser.add_argument("--json", type=Path, help="also write the raw rows here")
     args = parser.parse_args(argv)
-    if args.calls < 1 or args.tasks < 0 or not args.timeout > 0:
-        parser.error("--calls must be ≥ 1, --tasks ≥ 0, --timeout > 0")
+    if args.calls < 1 or args.tasks < 0 or args.burst < 0 or not args.timeout > 0:
+        parser.error("--calls must be ≥ 1, --tasks and --burst ≥ 0, --timeout > 0")
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
 
@@ -76,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         floor = CampClient("bench_floor_client", select_service=FLOOR_SERVICE)
         try:
             rows = _run(client, scenes, features, args)
+            if args.burst:
+                rows["burst"] = client.select_burst(scenes, args.burst)
             rows.update(_floor(floor, scenes, features, args.calls))
         finally:
             floor.close()
@@ -107,6 +112,14 @@ def main(argv: list[str] | None = None) -> int:
         f"{_percentile(rows['floor_scene_rtt_ms'], 0.5):.2f} ms (scene), "
         f"{_percentile(rows['floor_features_rtt_ms'], 0.5):.2f} ms (features)"
     )
+    if "burst" in rows:
+        b = rows["burst"]
+        print(
+            f"/select_context burst: {b['sent']} requests at once from {b['clients']} clients: "
+            f"{b['selected']} selected, {b['busy']} refused ERROR_BUSY, {b['other']} other "
+            f"answers, {b['unanswered']} unanswered; last answer after {b['last_answer_s']:.2f} s "
+            f"(select_deadline_s {planner.get('select_deadline_s', 2.0)})"
+        )
     plans = rows["plans"]
     if plans:
         # The whole context name: which rooms the selector allowed is the point of the row.

@@ -1,5 +1,5 @@
 """Fuzzing the ROS interfaces of running nodes (each in its own process, loopback only):
-mutated scenes as /select_context requests, as PlanTask goals and on /scene.
+mutated scenes as /select_context requests, as PlanTask goals and on camp/scene.
 
 Properties, as the robustness issue states them: no node process exits; every refusal carries
 a named error code (never ERROR_INTERNAL) and a message; no invalid input gets success=true
@@ -268,7 +268,7 @@ def test_a_valid_goal_after_the_fuzzing_still_plans(nodes: Any) -> None:
 @settings(max_examples=25, suppress_health_check=HEALTH, deadline=None)
 @given(edits=mutations())
 def test_scene_topic_fuzz(nodes: Any, edits: list[tuple[str, Any]]) -> None:
-    """Broken scenes on /scene: each refused on the status topic with its named code, no plan
+    """Broken scenes on camp/scene: each refused on the status topic with its named code, no plan
     published, the node alive."""
     client, procs, service, scenes = nodes
     msg = mutate(scenes[EASY_TASK], edits)

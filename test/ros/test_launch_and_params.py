@@ -76,23 +76,6 @@ def test_bringup_once_runs_the_composed_system_to_the_goal(
     assert list((tmp_path / "renders").glob("namo_execution_*.png"))
 
 
-def test_remap_rules_for_the_selection_context_keep_topic_remaps_only() -> None:
-    from camp_planner.ros.common import remap_rules
-
-    argv = ["node", "--ros-args", "--params-file", "p.yaml", "-r", "__node:=planner"]
-    argv += ["-r", "select_context:=/robot1/select", "--remap", "__ns:=/robot1", "--"]
-    argv += ["-r", "not:=ros"]
-    assert remap_rules(argv) == [
-        "--ros-args",
-        "-r",
-        "select_context:=/robot1/select",
-        "-r",
-        "__ns:=/robot1",
-    ]
-    assert remap_rules(["node", "--ros-args", "-r", "__name:=x"]) == []
-    assert remap_rules(["node"]) == []
-
-
 @pytest.mark.ros
 @pytest.mark.parametrize("system", ["namo", "manip"])
 def test_the_rviz_config_shows_the_topics_and_frame_the_nodes_use(system: str) -> None:

@@ -140,7 +140,7 @@ def test_malformed_requests_get_named_errors_and_nodes_keep_serving(
     for scene, features, code in cases:
         r = system.select_context(scene, features)
         assert not r.success and r.error_code == code and r.error_message
-    # A malformed scene on /scene: an error status, and the planner keeps serving.
+    # A malformed scene on camp/scene: an error status, and the planner keeps serving.
     system.publish_scene(broken(nan_pose))
     assert system.wait_for(
         lambda: any(
@@ -206,9 +206,10 @@ def test_any_perception_qos_is_heard_and_a_repeated_scene_is_planned_once(
     from rclpy.qos import QoSProfile, qos_profile_sensor_data
 
     from camp_msgs.msg import SceneObservation
+    from camp_planner.ros.common import SCENE_TOPIC
 
     for index, qos in ((0, QoSProfile(depth=10)), (1, qos_profile_sensor_data)):
-        pub = system.node.create_publisher(SceneObservation, "scene", qos)
+        pub = system.node.create_publisher(SceneObservation, SCENE_TOPIC, qos)
         try:
             assert system.wait_for(lambda pub=pub: pub.get_subscription_count() > 0, 20.0)
             plans = len(system.plans)

@@ -80,7 +80,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from camp_msgs.msg import Plan, Status
     from camp_planner.ros.bringup import spin_executor
     from camp_planner.ros.camp_planner_node import CampPlannerNode
-    from camp_planner.ros.common import EVENTS, LATCHED, PLAN_TOPIC, STATUS_TOPIC
+    from camp_planner.ros.common import EVENTS, LATCHED, PLAN_TOPIC, SCENE_TOPIC, STATUS_TOPIC
 
     rclpy.init()
     artifacts = tmp_path_factory.mktemp("liveness")
@@ -93,13 +93,15 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             Parameter("timeout_s", value=10.0),
         ]
     )
+    node.trigger_configure()
+    node.trigger_activate()
     peer = rclpy.create_node("scripted_tamp_server")
     server = ScriptedServer(peer)
     statuses: list[Any] = []
     plans: list[Any] = []
     peer.create_subscription(Status, STATUS_TOPIC, statuses.append, EVENTS)
     peer.create_subscription(Plan, PLAN_TOPIC, plans.append, LATCHED)
-    scenes = peer.create_publisher(type(_scene()), "scene", LATCHED)
+    scenes = peer.create_publisher(type(_scene()), SCENE_TOPIC, LATCHED)
     executor = MultiThreadedExecutor(num_threads=4)
     executor.add_node(node)
     executor.add_node(peer)

@@ -121,25 +121,27 @@ def _node(name: str, **params: Any) -> Any:
 def test_declare_service_params_reads_world(
     ros: None, shipped: list[tuple[Any, ...]], tmp_path: Path
 ) -> None:
-    from camp_planner.ros.common import declare_service_params
+    from camp_planner.ros.common import declare_service_params, service_params
+
+    def read(node: Any) -> dict[str, Any]:
+        declare_service_params(node)
+        kwargs = service_params(node)
+        assert node.describe_parameter("world").read_only
+        node.destroy_node()
+        return kwargs
 
     node = _node("paper")
-    kwargs = declare_service_params(node)
-    node.destroy_node()
+    kwargs = read(node)
     assert node.get_parameter("world").value == ""
     assert kwargs["config_path"] is None
     assert kwargs["bundle_path"] == tmp_path / "namo-paper-tamp.pt"
 
-    node = _node("grid10", world="grid10")
-    kwargs = declare_service_params(node)
-    node.destroy_node()
+    kwargs = read(_node("grid10", world="grid10"))
     assert kwargs["config_path"].resolve() == GRID10
     assert kwargs["bundle_path"] == tmp_path / "namo-grid10-tamp.pt"
 
     mine = tmp_path / "mine.yaml"
-    node = _node("explicit", world="grid10", config_file=str(mine), selector_bundle="none")
-    kwargs = declare_service_params(node)
-    node.destroy_node()
+    kwargs = read(_node("explicit", world="grid10", config_file=str(mine), selector_bundle="none"))
     assert kwargs["config_path"] == mine and kwargs["bundle_path"] is None
 
 

@@ -4,7 +4,7 @@
 installable from PyPI. This runs the same three nodes (the planner, the TAMP server and the
 domain's sim node) with the same parameter file, either
 composed in one process on a multi-threaded executor or as one process per node (what the
-launch file does), and watches ``/camp_planner/status`` and ``/execution_report``.
+launch file does), and watches ``camp/status`` and ``camp/execution_report``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ NODE_MODULES = {
     "camp_planner": "camp_planner.ros.camp_planner_node",
 }
 SIM_SUFFIX = "_sim"
+# Brings the managed ones up (the tamp_server and camp_planner lifecycle nodes).
+MANAGER_MODULE = "camp_planner.ros.lifecycle_manager"
 
 
 def system_nodes(domain: str = "namo") -> tuple[str, ...]:
@@ -191,14 +193,32 @@ def node_command(name: str, params: Path, overrides: Sequence[str] = ()) -> list
 
 
 def start_processes(
-    params: Path, names: Sequence[str] = system_nodes(), overrides: Sequence[str] = ()
+    params: Path,
+    names: Sequence[str] = system_nodes(),
+    overrides: Sequence[str] = (),
+    manage: bool = True,
 ) -> list[subprocess.Popen[bytes]]:
     """One process per node, as the launch file starts them (inherits the environment, so
     ``ROS_DOMAIN_ID`` and the discovery range carry over); ``overrides`` as in
-    :func:`node_command`."""
+    :func:`node_command`. With ``manage``, a ``camp_lifecycle_manager`` process too, which
+    configures and activates the managed nodes among ``names``, as the launch file's does."""
     env = dict(os.environ)
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    return [subprocess.Popen(node_command(n, params, overrides), env=env) for n in names]
+    commands = [node_command(n, params, overrides) for n in names]
+    managed = [n for n in NODE_MODULES if n in names]
+    if manage and managed:
+        commands.append(
+            [
+                sys.executable,
+                "-m",
+                MANAGER_MODULE,
+                "--ros-args",
+                *overrides,
+                "-p",
+                f"node_names:=[{','.join(managed)}]",
+            ]
+        )
+    return [subprocess.Popen(command, env=env) for command in commands]
 
 
 def stop_processes(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 30.0) -> None:

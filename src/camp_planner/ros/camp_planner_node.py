@@ -1,15 +1,23 @@
 """camp_planner: scenes in; the context, the CAMP, the plan and trajectories out.
 
-Subscribes to ``/scene``; serves ``/select_context``; for every new scene with a goal it
-selects a context, builds the CAMP (which variables and objects are dropped), sends a
-``PlanTask`` goal to the TAMP server and publishes ``/context``, ``/plan``,
-``/plan/base_path`` and ``/plan/arm_trajectory``, and ``/camp_planner/markers`` for RViz (the
-allowed rooms, the dropped objects greyed, the base path). Every failure is published on
-``/camp_planner/status`` with its named error code; the node keeps serving. A scene that
-arrives while a plan is being computed waits (only the newest one is kept). ``/scene`` is
+A managed (lifecycle) node (``ros/managed.py``): *configure* loads the selector bundle and the
+domain configuration, *activate* starts serving, *deactivate* stops, *cleanup* releases them.
+While active it subscribes to ``camp/scene``, serves ``select_context``, and for every new
+scene with a goal selects a context, builds the CAMP (which variables and objects are
+dropped), sends a ``PlanTask`` goal to the TAMP server and publishes ``camp/context``,
+``camp/plan``, ``camp/plan/base_path`` and ``camp/plan/arm_trajectory``, and ``camp/markers``
+for RViz (the allowed rooms, the dropped objects greyed, the base path). Every failure is
+published on ``camp/status`` with its named error code; the node keeps serving. A scene that
+arrives while a plan is being computed waits (only the newest one is kept). ``camp/scene`` is
 heard whatever QoS perception publishes with (``ros/common.py``), and a scene within the
 ``replan_tolerance_*`` parameters of the one being planned, or last planned with success,
 is that scene again: a perception stream repeating an unchanged world is planned once.
+
+``select_context`` is served by this node, on a callback group of its own. Its request queue
+keeps every request (none is overwritten by a burst), and a request whose ``stamp`` is older
+than ``select_deadline_s`` when its turn comes is refused at once with ``ERROR_BUSY``: a
+burst of any size is answered or refused in about ``select_deadline_s`` plus a fraction of a
+millisecond per refused request.
 
 Liveness: the TAMP server sends feedback at least once a second while it plans. When none
 comes for ``server_lost_s``, when the server leaves the ROS graph, or when a goal is not even
@@ -32,6 +40,7 @@ from nav_msgs.msg import Path as PathMsg
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
@@ -39,6 +48,7 @@ from visualization_msgs.msg import MarkerArray
 from camp_msgs.action import PlanTask
 from camp_msgs.msg import Context as ContextMsg
 from camp_msgs.msg import Plan, SceneObservation, Status
+from camp_msgs.srv import SelectContext
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.domains.interface.errors import ErrorCode, ServiceError
@@ -54,59 +64,47 @@ from camp_planner.ros.common import (
     PLAN_ACTION,
     PLAN_TOPIC,
     SCENE_TOPIC,
+    SELECT_QOS,
     SELECT_SERVICE,
     STATUS_TOPIC,
     declare_service_params,
+    service_params,
     subscribe_scenes,
 )
-from camp_planner.ros.convert import context_to_msg, scene_from_msg, scene_markers
-from camp_planner.ros.selection_node import SelectionNode
+from camp_planner.ros.convert import (
+    context_to_msg,
+    scene_from_msg,
+    scene_markers,
+    selection_to_response,
+)
+from camp_planner.ros.managed import ManagedNode, Ranges, declare, out_of_range
 from camp_planner.service.limits import MAX_LAMBDA, MAX_TIMEOUT_S
 from camp_planner.service.planning import CampService
 
 
-class CampPlannerNode(Node):
+class CampPlannerNode(ManagedNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("camp_planner", **kwargs)
-        service_kwargs = declare_service_params(self)
-        self.declare_parameter("lambda_cost", 0.0)  # 0: the domain configuration's λ
-        self.declare_parameter("timeout_s", 60.0)
-        self.declare_parameter("allow_fallback", True)
-        self.declare_parameter("plan_on_scene", True)
-        self.declare_parameter("server_wait_s", 60.0)
-        self.declare_parameter("server_lost_s", 5.0)  # ≤ 0: wait for the result however long
-        self.declare_parameter("resend_attempts", 3)
-        # A scene within these of the one being planned or last planned is that scene again.
-        self.declare_parameter("replan_tolerance_m", 0.05)
-        self.declare_parameter("replan_tolerance_rad", 0.1)
-        self.declare_parameter("replan_on_robot_motion", True)
-        for param in self.get_parameters(list(PARAMETER_RANGES)):
-            problem = _out_of_range(param.name, param.value)
-            if problem:
-                Node.destroy_node(self)
-                raise CampError(f"parameter {problem}")
+        try:
+            declare_service_params(self)
+            for name, (default, what) in PARAMETERS.items():
+                declare(self, name, default, what, ranges=PARAMETER_RANGES)
+        except CampError:
+            Node.destroy_node(self)
+            raise
         self.add_on_set_parameters_callback(self._check_parameters)
-        self.service = CampService(**service_kwargs)
-        if not self.service.has_selector:
-            self.get_logger().warning(
-                f"no context selector ({self.service.bundle_error}); planning under the "
-                "universal context"
-            )
-        # /select_context is answered by a lean companion node on its own executor thread
-        # (see selection_node.py: about 1.5 ms less per call than serving it from here).
-        self.selection = SelectionNode(
-            self.service, f"{self.get_name()}_selection", None, self.get_namespace()
-        )
-        self.selection.start()
+        self.service: CampService | None = None
         self.plans = ActionClient(
             self, PlanTask, PLAN_ACTION, callback_group=ReentrantCallbackGroup()
         )
-        self.pub_context = self.create_publisher(ContextMsg, CONTEXT_TOPIC, LATCHED)
-        self.pub_plan = self.create_publisher(Plan, PLAN_TOPIC, LATCHED)
-        self.pub_path = self.create_publisher(PathMsg, BASE_PATH_TOPIC, LATCHED)
-        self.pub_arm = self.create_publisher(JointTrajectory, ARM_TRAJECTORY_TOPIC, LATCHED)
-        self.pub_status = self.create_publisher(Status, STATUS_TOPIC, EVENTS)
-        self.pub_markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, LATCHED)
+        self.pub_context = self.create_lifecycle_publisher(ContextMsg, CONTEXT_TOPIC, LATCHED)
+        self.pub_plan = self.create_lifecycle_publisher(Plan, PLAN_TOPIC, LATCHED)
+        self.pub_path = self.create_lifecycle_publisher(PathMsg, BASE_PATH_TOPIC, LATCHED)
+        self.pub_arm = self.create_lifecycle_publisher(
+            JointTrajectory, ARM_TRAJECTORY_TOPIC, LATCHED
+        )
+        self.pub_status = self.create_lifecycle_publisher(Status, STATUS_TOPIC, EVENTS)
+        self.pub_markers = self.create_lifecycle_publisher(MarkerArray, MARKERS_TOPIC, LATCHED)
         # The newest scene waiting to be planned, as received and as read.
         self._pending: tuple[SceneObservation, Scene] | None = None
         self._wake = threading.Condition()
@@ -115,15 +113,123 @@ class CampPlannerNode(Node):
         # tolerances of it is that scene again (a 10 Hz stream, the latched copy), not
         # planned again.
         self._planned_scene: Scene | None = None
-        subscribe_scenes(self, SceneObservation, self._on_scene, MutuallyExclusiveCallbackGroup())
+        self._scene_group = MutuallyExclusiveCallbackGroup()
+        self._scene_subs: list[Any] = []
+        self._select_group = MutuallyExclusiveCallbackGroup()
+        self._select_server: Any = None
         self._thread = threading.Thread(target=self._planning_loop, daemon=True)
         self._thread.start()
-        self.get_logger().info(f"camp_planner ready: /{SCENE_TOPIC} in, /{SELECT_SERVICE} served")
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def load(self) -> None:
+        kwargs = service_params(self)
+        service = CampService(**kwargs)
+        self.service = service
+        self.facts.update(
+            domain=str(kwargs["domain"]),
+            world=str(self.get_parameter("world").value) or "default",
+            bundle=str(kwargs["bundle_path"] or "none"),
+        )
+        if kwargs["bundle_path"] is not None and not service.has_selector:
+            # A bundle the node was given (or the world ships) and cannot load is a
+            # configuration error, not a reason to plan quietly without a selector.
+            raise CampError(f"selector bundle: {service.bundle_error}")
+        if not service.has_selector:
+            self.get_logger().warning(
+                f"no context selector ({service.bundle_error}); planning under the "
+                "universal context"
+            )
+
+    def release(self) -> None:
+        with self._wake:
+            self._pending = None
+            self._planned_scene = None
+        self.service = None
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        result = super().on_activate(state)
+        # Offered only while active, so a client's wait_for_service means "ready". Every
+        # request is kept until its turn; select_deadline_s bounds how long a burst takes.
+        # Subscribed on activation, so a latched scene published while the node was
+        # inactive is delivered now.
+        self._scene_subs = subscribe_scenes(
+            self, SceneObservation, self._on_scene, self._scene_group
+        )
+        self._select_server = self.create_service(
+            SelectContext,
+            SELECT_SERVICE,
+            self._select,
+            qos_profile=SELECT_QOS,
+            callback_group=self._select_group,
+        )
+        self.get_logger().info(f"serving: {SCENE_TOPIC} in, {SELECT_SERVICE} served")
+        return result
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._withdraw()
+        with self._wake:
+            self._pending = None
+        return super().on_deactivate(state)
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._withdraw()
+        return super().on_shutdown(state)
+
+    def _withdraw(self) -> None:
+        server, self._select_server = self._select_server, None
+        if server is not None:
+            self.destroy_service(server)
+        subs, self._scene_subs = self._scene_subs, []
+        for sub in subs:
+            self.destroy_subscription(sub)
+
+    def _service(self) -> CampService:
+        """The loaded service; an :class:`ServiceError` (``INACTIVE``) when the node does
+        not serve."""
+        service = self.service
+        if service is None or not self.active:
+            raise ServiceError(
+                ErrorCode.INACTIVE,
+                f"camp_planner is {self.state_label}: configure and activate it "
+                "(lifecycle_msgs/srv/ChangeState)",
+            )
+        return service
+
+    # --- select_context -----------------------------------------------------------------------
+    def _select(self, request: Any, response: Any) -> Any:
+        try:
+            service = self._service()
+            stamp = request.stamp.sec + request.stamp.nanosec * 1e-9
+            if stamp > 0:
+                waited = self.get_clock().now().nanoseconds * 1e-9 - stamp
+                deadline = float(self.get_parameter("select_deadline_s").value)
+                if waited > deadline:
+                    raise ServiceError(
+                        ErrorCode.BUSY,
+                        f"the request waited {waited:.2f} s for its turn, over "
+                        f"select_deadline_s = {deadline:g} s; ask again",
+                    )
+            scene = None
+            if request.scene.objects or not len(request.task_features):
+                scene = scene_from_msg(request.scene)
+            features = request.task_features if len(request.task_features) else None
+            return selection_to_response(service.select(scene, features), response)
+        except ServiceError as exc:
+            response.success, response.error_code = False, int(exc.code)
+            response.error_message = exc.message
+        except CampError as exc:
+            response.success, response.error_code = False, int(ErrorCode.INTERNAL)
+            response.error_message = str(exc)
+        except Exception as exc:  # a bug must not take the service down
+            response.success, response.error_code = False, int(ErrorCode.INTERNAL)
+            response.error_message = f"{exc.__class__.__name__}: {exc}"
+        self.errors[f"select_{ErrorCode(response.error_code).name.lower()}"] += 1
+        return response
 
     # --- parameters ---------------------------------------------------------------------------
     def _check_parameters(self, params: list[Any]) -> SetParametersResult:
         for param in params:
-            problem = _out_of_range(param.name, param.value)
+            problem = out_of_range(PARAMETER_RANGES, param.name, param.value)
             if problem:
                 return SetParametersResult(successful=False, reason=problem)
         return SetParametersResult(successful=True)
@@ -149,11 +255,14 @@ class CampPlannerNode(Node):
     def _on_scene(self, msg: SceneObservation) -> None:
         # An exception here would reach the executor and end the process.
         try:
+            service = self.service
+            if not self.active or service is None:
+                return
             if not bool(self.get_parameter("plan_on_scene").value):
                 return
             scene = scene_from_msg(msg)
             try:
-                self.service.task_of(scene)
+                service.task_of(scene)
             except ServiceError:
                 refused = True  # always passed on, to be refused with its named error
             else:
@@ -210,15 +319,16 @@ class CampPlannerNode(Node):
         """Select a context for ``msg``, build its CAMP, plan it on the TAMP server and
         publish the results; whether a plan was published."""
         try:
+            service = self._service()
             scene = scene_from_msg(msg)
-            task, _ = self.service.task_of(scene)  # refuse a malformed scene before anything
+            task, _ = service.task_of(scene)  # refuse a malformed scene before anything
         except ServiceError as exc:
             self.status("scene", exc.message, exc.code, Status.LEVEL_ERROR)
             return False
         context_id = ""
-        if self.service.has_selector:
+        if service.has_selector:
             try:
-                sel = self.service.select(scene)
+                sel = service.select(scene)
             except ServiceError as exc:
                 self.status("selection", exc.message, exc.code, Status.LEVEL_ERROR)
                 return False
@@ -252,10 +362,10 @@ class CampPlannerNode(Node):
             self.pub_plan.publish(plan)
             self.pub_path.publish(plan.base_path)
             self.pub_arm.publish(plan.arm_trajectory)
-            if not self.service.has_selector:
+            if not service.has_selector:
                 self.pub_context.publish(plan.context)
             try:
-                planned = self.service.resolve_context(plan.context.id)
+                planned = service.resolve_context(plan.context.id)
             except ServiceError as exc:
                 self.status("markers", exc.message, exc.code, Status.LEVEL_WARN)
             else:
@@ -280,7 +390,7 @@ class CampPlannerNode(Node):
     ) -> None:
         """Show the context, the CAMP and (once planned) the base path in RViz. ``task`` is
         the scene's task, as the service read it."""
-        rooms = self.service.allowed_regions(task, context)
+        rooms = self._service().allowed_regions(task, context)
         # RViz's text font has no "∈".
         label = f"{context.name.replace('∈', 'in')} ({len(dropped)} objects dropped)"
         self.pub_markers.publish(
@@ -424,14 +534,28 @@ class CampPlannerNode(Node):
             self._stop = True
             self._wake.notify()
         self._thread.join(2.0)
-        self.selection.destroy_node()
         super().destroy_node()
 
 
 GOAL_ANSWER_S = 2.0  # seconds a goal may wait to be accepted or rejected before it is re-sent
 
+# Parameter → (default, what it is); ranges below. All may be set while the node runs.
+PARAMETERS: dict[str, tuple[Any, str]] = {
+    "lambda_cost": (0.0, "λ, the price of a second of planning"),
+    "timeout_s": (60.0, "seconds per planning call"),
+    "allow_fallback": (True, "try the next contexts when the first fails"),
+    "plan_on_scene": (True, "plan every new scene on camp/scene"),
+    "server_wait_s": (60.0, "seconds to wait for a PlanTask server"),
+    "server_lost_s": (5.0, "seconds without feedback before the server is taken for lost"),
+    "resend_attempts": (3, "re-sends of a scene after the server is lost"),
+    "replan_tolerance_m": (0.05, "metres an object or the goal may move and be the same scene"),
+    "replan_tolerance_rad": (0.1, "radians an object may turn and be the same scene"),
+    "replan_on_robot_motion": (True, "whether the robot's own motion makes a new scene"),
+    "select_deadline_s": (2.0, "seconds a select_context request may wait for its turn"),
+}
+
 # Parameter → (lowest, highest, what the bounds mean); checked at start and on every set.
-PARAMETER_RANGES: dict[str, tuple[float, float, str]] = {
+PARAMETER_RANGES: Ranges = {
     "lambda_cost": (0.0, MAX_LAMBDA, "0: the domain configuration's λ"),
     "timeout_s": (0.001, MAX_TIMEOUT_S, "seconds per planning call"),
     "server_wait_s": (0.0, MAX_TIMEOUT_S, "seconds"),
@@ -439,21 +563,8 @@ PARAMETER_RANGES: dict[str, tuple[float, float, str]] = {
     "resend_attempts": (0, 100, "re-sends of a scene after the server is lost"),
     "replan_tolerance_m": (0.0, 10.0, "metres an object or the goal may move unplanned"),
     "replan_tolerance_rad": (0.0, math.pi, "radians an object may turn unplanned"),
+    "select_deadline_s": (0.01, MAX_TIMEOUT_S, "seconds"),
 }
-
-
-def _out_of_range(name: str, value: Any) -> str:
-    """Why ``value`` is not allowed for the parameter ``name`` ("" when it is)."""
-    if name not in PARAMETER_RANGES:
-        return ""
-    low, high, meaning = PARAMETER_RANGES[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"{name} must be a number ({meaning}), got {value!r}"
-    if not (math.isfinite(value) and low <= value <= high):
-        return (
-            f"{name} = {value!r} is out of range: give a value in [{low:g}, {high:g}] ({meaning})"
-        )
-    return ""
 
 
 def main(args: list[str] | None = None) -> None:

@@ -55,6 +55,17 @@ def add_parsers(sub: Any) -> None:
         "the defaults of config_file and selector_bundle, which the file may still set; worlds: "
         + "; ".join(f"{d}: {describe_worlds(d)}" for d in sorted(WORLDS)),
     )
+    p.add_argument(
+        "--namespace",
+        default="",
+        help="run every node, topic, service and action under this namespace (e.g. robot1: "
+        "/robot1/select_context, /robot1/camp/plan), so systems run side by side",
+    )
+    p.add_argument(
+        "--use-sim-time",
+        action="store_true",
+        help="every node reads time from /clock (use_sim_time), as beside a simulator",
+    )
     p.add_argument("--processes", action="store_true", help="one process per node (as launch does)")
     p.add_argument("--once", action="store_true", help="exit after the first execution report")
     p.add_argument(
@@ -66,7 +77,7 @@ def add_parsers(sub: Any) -> None:
     for name, text in (
         ("select-context", "call /select_context for a task's scene (or --features)"),
         ("plan", "send a PlanTask goal for a task's scene and print the plan"),
-        ("publish-scene", "publish a task's scene on /scene (the planner node plans it)"),
+        ("publish-scene", "publish a task's scene on camp/scene (the planner node plans it)"),
     ):
         q = ros.add_parser(name, help=text, description=text)
         q.add_argument(
@@ -186,7 +197,7 @@ def _ros(args: argparse.Namespace) -> int:
             _print(plan_summary(r), args.json)
             return 0 if r.success else 1
         client.publish_scene(scene)
-        print(f"published {args.split} task {args.task} on /scene")
+        print(f"published {args.split} task {args.task} on camp/scene")
         if args.wait_execution:
             report = client.wait_for_execution(args.timeout)
             _print(
@@ -261,6 +272,11 @@ def _bringup(args: argparse.Namespace) -> int:
     overrides = (
         [] if args.world is None else ["-p", f"world:='{check_world(args.system, args.world)}'"]
     )
+    # Global rules, so every node of the system and this process's own nodes move together.
+    if args.namespace:
+        overrides += ["-r", f"__ns:={_namespace(args.namespace)}"]
+    if args.use_sim_time:
+        overrides += ["-p", "use_sim_time:=true"]
     ros_args = ["--ros-args", "--params-file", str(params), *overrides]
     if args.task is not None:
         ros_args += ["-p", f"{sim}:task_index:={args.task}"]
@@ -269,23 +285,31 @@ def _bringup(args: argparse.Namespace) -> int:
         f"[bringup] ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}, discovery "
         f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']}, params {params}"
         + ("" if args.world is None else f", world {args.world or 'default'}")
+        + (f", namespace {_namespace(args.namespace)}" if args.namespace else "")
     )
     rclpy.init(args=ros_args)
     procs: list[Any] = []
     nodes: list[Any] = []
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.node import Node
+    from rclpy.parameter import Parameter
+
+    from camp_planner.ros.lifecycle_manager import LifecycleManager
 
     executor = MultiThreadedExecutor(num_threads=6)
     watcher = Node("camp_bringup_monitor")
     # The nodes log every status themselves (one line per event); the monitor only watches.
     watch = monitor(watcher)
     executor.add_node(watcher)
+    # Driven from here rather than at its start, so a node that cannot configure ends the
+    # bring-up with the node's own reason and status 2.
+    manager = LifecycleManager(parameter_overrides=[Parameter("autostart", value=False)])
+    executor.add_node(manager)
     try:
         if args.processes:
             if args.task is not None:
                 raise CampError(f"--task with --processes: set {sim}.task_index in the file")
-            procs = start_processes(params, names, overrides)
+            procs = start_processes(params, names, overrides, manage=False)
         else:
             from camp_planner.ros.camp_planner_node import CampPlannerNode
             from camp_planner.ros.sim_node import SimNode
@@ -297,10 +321,14 @@ def _bringup(args: argparse.Namespace) -> int:
                 executor.add_node(node)
         spin = threading.Thread(target=executor.spin, daemon=True)
         spin.start()
+        up, why = manager.startup()
+        if not up:
+            print(f"camp_planner: cannot bring the system up: {why}", file=sys.stderr)
+            return 2
         if not args.once:
             print(
                 "[bringup] running; Ctrl-C to stop. To watch it: "
-                f"rviz2 -d config/ros/{args.system}.rviz (the CAMP on /camp_planner/markers)"
+                f"rviz2 -d config/ros/{args.system}.rviz (the CAMP on camp/markers)"
             )
             while rclpy.ok():
                 time.sleep(0.5)
@@ -317,8 +345,21 @@ def _bringup(args: argparse.Namespace) -> int:
         if rclpy.ok():
             rclpy.shutdown()
         executor.shutdown()
-        for node in [*nodes, watcher]:
+        for node in [*nodes, watcher, manager]:
             node.destroy_node()
+
+
+def _namespace(given: str) -> str:
+    """``given`` as an absolute ROS namespace; a :class:`CampError` if it is not one."""
+    ns = "/" + given.strip("/")
+    if not all(
+        part and part[0].isalpha() and part.replace("_", "").isalnum() for part in ns[1:].split("/")
+    ):
+        raise CampError(
+            f"--namespace {given!r}: give names of letters, digits and underscores, each "
+            "starting with a letter, separated by / (e.g. robot1 or fleet/robot1)"
+        )
+    return ns
 
 
 def _check_params(path: Path) -> None:

@@ -33,6 +33,7 @@ from camp_planner.ros.common import (
     PLAN_ACTION,
     PLAN_TOPIC,
     SCENE_TOPIC,
+    SELECT_QOS,
     SELECT_SERVICE,
     STATUS_TOPIC,
 )
@@ -56,7 +57,9 @@ class CampClient:
         # /select_context is called from the caller's thread on a node and executor of its
         # own: no hand-off to the spinning thread, about 1 ms less per call.
         self._select_node = Node(f"{name}_select", start_parameter_services=False)
-        self._select = self._select_node.create_client(SelectContext, select_service)
+        self._select = self._select_node.create_client(
+            SelectContext, select_service, qos_profile=SELECT_QOS
+        )
         self._select_name = select_service
         self._select_lock = threading.Lock()
         self._select_executor = SingleThreadedExecutor()
@@ -116,6 +119,8 @@ class CampClient:
             sent: list[Any] = []
             try:
                 while True:
+                    # Sent now: a server refuses a request older than its select_deadline_s.
+                    request.stamp = self._select_node.get_clock().now().to_msg()
                     sent.append(self._select.call_async(request))
                     left = deadline - time.monotonic()
                     self._select_executor.spin_until_future_complete(
@@ -133,6 +138,49 @@ class CampClient:
                 for future in sent:
                     if not future.done():
                         self._select.remove_pending_request(future)
+
+    def select_burst(
+        self, scenes: Sequence[SceneObservation], n: int, clients: int = 3, limit_s: float = 120.0
+    ) -> dict[str, Any]:
+        """Send ``n`` ``select_context`` requests at once, round robin over ``clients``
+        service clients and ``scenes``, and wait up to ``limit_s`` (past it an answer counts
+        as lost): how many were selected, refused as busy, answered otherwise or never, the
+        codes seen, and when the last answer came (seconds after the first was sent)."""
+        made = [
+            self.node.create_client(SelectContext, self._select_name, qos_profile=SELECT_QOS)
+            for _ in range(clients)
+        ]
+        try:
+            for c in made:
+                if not c.wait_for_service(timeout_sec=limit_s):
+                    raise ClientError(f"no /{self._select_name} service")
+            futures = []
+            t0 = time.perf_counter()
+            last = [t0]
+            for k in range(n):
+                request = SelectContext.Request(scene=scenes[k % len(scenes)])
+                request.stamp = self.node.get_clock().now().to_msg()
+                future = made[k % clients].call_async(request)
+                future.add_done_callback(lambda _f: last.__setitem__(0, time.perf_counter()))
+                futures.append(future)
+            deadline = t0 + limit_s
+            while time.perf_counter() < deadline and not all(f.done() for f in futures):
+                time.sleep(0.01)
+            answers = [f.result() for f in futures if f.done()]
+        finally:
+            for c in made:
+                self.node.destroy_client(c)
+        busy = SelectContext.Response.ERROR_BUSY
+        return {
+            "sent": n,
+            "clients": clients,
+            "selected": sum(a.success for a in answers),
+            "busy": sum(a.error_code == busy for a in answers),
+            "other": sum(not a.success and a.error_code != busy for a in answers),
+            "codes": sorted({int(a.error_code) for a in answers}),
+            "unanswered": n - len(answers),
+            "last_answer_s": last[0] - t0,
+        }
 
     def plan(
         self,

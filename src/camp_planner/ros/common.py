@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import CallbackGroup
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
@@ -38,14 +39,27 @@ SCENE_STREAM = QoSProfile(
     durability=DurabilityPolicy.VOLATILE,
 )
 
-SCENE_TOPIC = "scene"
-CONTEXT_TOPIC = "context"
-PLAN_TOPIC = "plan"
-BASE_PATH_TOPIC = "plan/base_path"
-ARM_TRAJECTORY_TOPIC = "plan/arm_trajectory"
-STATUS_TOPIC = "camp_planner/status"
-MARKERS_TOPIC = "camp_planner/markers"
-EXECUTION_TOPIC = "execution_report"
+# Relative names, so a launch ``namespace`` moves them all; the topics sit under ``camp/`` so
+# none meets another stack's topic of the same name and another type (Nav2 publishes a
+# nav_msgs/Path on ``plan``). The service and the action keep their own names: nothing else
+# serves ``select_context`` or ``plan_task``, and ``ros2 service call /select_context`` is
+# what users type.
+TOPIC_PREFIX = "camp/"
+# select_context, both ends: every request and every answer is kept until taken (the
+# default depth of 10 overwrote most of a burst, unanswered and unsaid).
+SELECT_QOS = QoSProfile(
+    depth=1, history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE
+)
+
+SCENE_TOPIC = "camp/scene"
+CONTEXT_TOPIC = "camp/context"
+PLAN_TOPIC = "camp/plan"
+BASE_PATH_TOPIC = "camp/plan/base_path"
+ARM_TRAJECTORY_TOPIC = "camp/plan/arm_trajectory"
+STATUS_TOPIC = "camp/status"
+MARKERS_TOPIC = "camp/markers"
+EXECUTION_TOPIC = "camp/execution_report"
+DIAGNOSTICS_TOPIC = "/diagnostics"  # absolute, as every diagnostics aggregator reads it
 SELECT_SERVICE = "select_context"
 PLAN_ACTION = "plan_task"
 
@@ -113,12 +127,20 @@ def bundle_path(domain: str, world: str, selector_bundle: str) -> Path | None:
     return resolve_path(bundle) if bundle and bundle != "none" else None
 
 
+START_UP = "read when the node starts (configures), so read-only while it runs"
+
+
 def declare_world(node: Node, domain: str, config_file: str) -> tuple[str, Path | None]:
     """Declare ``world`` on ``node``; return it and the configuration the node loads (see
     :func:`config_path`). An unknown world destroys the node and raises the
     :class:`CampError` that :func:`camp_planner.ros.bringup.start_node` reports."""
-    node.declare_parameter("world", DEFAULT_WORLD)
-    world = str(node.get_parameter("world").value)
+    world = str(
+        node.declare_parameter(
+            "world",
+            DEFAULT_WORLD,
+            ParameterDescriptor(description=f"the world to plan in; {START_UP}", read_only=True),
+        ).value
+    )
     try:
         return world, config_path(domain, world, config_file)
     except CampError:
@@ -127,18 +149,35 @@ def declare_world(node: Node, domain: str, config_file: str) -> tuple[str, Path 
         raise
 
 
-def declare_service_params(node: Node) -> dict[str, Any]:
-    """Declare the parameters every node that runs the CAMP pipeline reads; return the
-    :class:`~camp_planner.service.planning.CampService` arguments they give."""
-    node.declare_parameter("domain", "namo")
-    node.declare_parameter("config_file", "")
-    node.declare_parameter("selector_bundle", "")
-    node.declare_parameter("artifacts", "artifacts")
-    node.declare_parameter("planner", "tamp")
-    node.declare_parameter("frame_id", "map")
+# Parameter → what it is; every one is read at configure and read-only.
+SERVICE_PARAMS: dict[str, tuple[str, str]] = {
+    "domain": ("namo", "the domain plug-in (namo, manip, ...)"),
+    "config_file": ("", "the domain configuration (YAML); empty: the world's"),
+    "selector_bundle": ("", "the selector bundle; empty: the world's shipped one; none: none"),
+    "artifacts": ("artifacts", "folder for CSIs and caches"),
+    "planner": ("tamp", "the planner that solves the CAMP"),
+    "frame_id": ("map", "the fixed frame scenes and plans are in (REP 105)"),
+}
+
+
+def declare_service_params(node: Node) -> None:
+    """Declare the parameters every node that runs the CAMP pipeline reads, read-only; an
+    unknown world destroys the node and raises its :class:`CampError` at once (a parameter
+    check, before anything is loaded)."""
+    for name, (default, what) in SERVICE_PARAMS.items():
+        node.declare_parameter(
+            name, default, ParameterDescriptor(description=f"{what}; {START_UP}", read_only=True)
+        )
+    declare_world(node, str(node.get_parameter("domain").value), "")
+
+
+def service_params(node: Node) -> dict[str, Any]:
+    """The :class:`~camp_planner.service.planning.CampService` arguments the parameters of
+    :func:`declare_service_params` give (resolving the world's configuration and bundle: a
+    :class:`CampError` when one is missing)."""
     domain = str(node.get_parameter("domain").value)
-    planner = str(node.get_parameter("planner").value)
-    world, config = declare_world(node, domain, str(node.get_parameter("config_file").value))
+    world = str(node.get_parameter("world").value)
+    config = config_path(domain, world, str(node.get_parameter("config_file").value))
     # "": the bundle shipped for the world; "none": run without a selector.
     given = str(node.get_parameter("selector_bundle").value)
     bundle = bundle_path(domain, world, given)
@@ -156,26 +195,6 @@ def declare_service_params(node: Node) -> dict[str, Any]:
         "config_path": config,
         "bundle_path": bundle,
         "artifacts": Path(str(node.get_parameter("artifacts").value)),
-        "planner": planner,
+        "planner": str(node.get_parameter("planner").value),
         "frame_id": str(node.get_parameter("frame_id").value),
     }
-
-
-def remap_rules(argv: list[str]) -> list[str]:
-    """The ``-r/--remap`` rules of a process's ``--ros-args`` sections, as ``--ros-args``
-    arguments for a second context in the same process. A rule that renames every node
-    (``__node:=`` / ``__name:=`` without a node prefix) is left out: it is meant for the
-    process's main node, and two nodes must not share a name."""
-    rules: list[str] = []
-    inside = False
-    args = iter(argv)
-    for arg in args:
-        if arg == "--ros-args":
-            inside = True
-        elif arg == "--":
-            inside = False
-        elif inside and arg in ("-r", "--remap"):
-            rule = next(args, "")
-            if rule and not rule.startswith(("__node:=", "__name:=")):
-                rules += ["-r", rule]
-    return ["--ros-args", *rules] if rules else []

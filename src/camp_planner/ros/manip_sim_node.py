@@ -2,9 +2,9 @@
 ``manip_sim`` executable).
 
 The generic sim node (:mod:`camp_planner.ros.sim_node`) with the manipulation domain's
-simulator: it publishes the task's scene on ``/scene``, executes every ``/plan`` (moves,
+simulator: it publishes the task's scene on ``camp/scene``, executes every ``camp/plan`` (moves,
 picks, regrasps, places) with every blue and green present and reports on
-``/execution_report``.
+``camp/execution_report``.
 """
 
 from __future__ import annotations

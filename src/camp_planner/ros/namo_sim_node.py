@@ -1,8 +1,8 @@
 """namo_sim: NAMO's task simulated in PyBullet, over ROS (the ``namo_sim`` executable).
 
 The generic sim node (:mod:`camp_planner.ros.sim_node`) with NAMO's simulator: it publishes
-the task's scene on ``/scene``, executes every ``/plan`` with every box present and reports
-on ``/execution_report``.
+the task's scene on ``camp/scene``, executes every ``camp/plan`` with every box present and reports
+on ``camp/execution_report``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The sim node of any domain with a robot plug-in: a task simulated, over ROS.
 
-Publishes the task's scene on ``/scene`` (latched), executes every ``/plan`` it receives
+Publishes the task's scene on ``camp/scene`` (latched), executes every ``camp/plan`` it receives
 step by step in the domain's simulator (:class:`camp_planner.domains.interface.plugin.Simulator`:
 NAMO's checks base motions against every box and wall and picks and places through IK) and
-reports on ``/execution_report`` how far it got, whether the goal was reached and the scene
+reports on ``camp/execution_report`` how far it got, whether the goal was reached and the scene
 afterwards; optionally renders each execution. The node is named after the domain's
 simulator (``namo_sim``), so one parameter file configures it whatever runs it.
 
@@ -37,8 +37,8 @@ from camp_planner.workflow import Pipeline
 
 
 class SimNode(Node):
-    """The simulator of ``domain``'s plug-in behind ``/scene``, ``/plan`` and
-    ``/execution_report``."""
+    """The simulator of ``domain``'s plug-in behind ``camp/scene``, ``camp/plan`` and
+    ``camp/execution_report``."""
 
     def __init__(self, domain: str = "namo", **kwargs: Any) -> None:
         self.plugin: DomainPlugin = get_plugin(domain)

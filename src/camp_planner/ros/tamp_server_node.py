@@ -26,53 +26,91 @@ import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
 
 from camp_msgs.action import PlanTask
 from camp_planner.core.errors import CampError
 from camp_planner.domains.interface.errors import ErrorCode, ServiceError
 from camp_planner.ros.bringup import RCLError, spin_nodes, start_node
-from camp_planner.ros.common import PLAN_ACTION, declare_service_params
+from camp_planner.ros.common import PLAN_ACTION, declare_service_params, service_params
 from camp_planner.ros.convert import plan_to_msg, scene_from_msg
-from camp_planner.service.limits import check_plan_request
+from camp_planner.ros.managed import ManagedNode, Ranges, declare
+from camp_planner.service.limits import MAX_TIMEOUT_S, check_plan_request
 from camp_planner.service.race import MAX_RACE, RacePool, worker_timeout
 from camp_planner.service.types import PlanResult
 from camp_planner.service.worker import PlanRequest, PlanWorker
 
 
-class TampServerNode(Node):
+class TampServerNode(ManagedNode):
+    """A managed node: *configure* starts the warm planning workers (the selector, the CSIs
+    and PyBullet loaded in each), *activate* accepts goals, *cleanup* stops the workers."""
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("tamp_server", **kwargs)
-        service_kwargs = declare_service_params(self)
-        self.declare_parameter("timeout_grace_s", 10.0)
-        self.declare_parameter("default_timeout_s", 60.0)
-        self.declare_parameter("heartbeat_s", 1.0)
-        # Any type here, so that a wrong one gets this node's error rather than rclpy's.
-        self.declare_parameter("race", 0, ParameterDescriptor(dynamic_typing=True))
+        try:
+            declare_service_params(self)
+            for name, (default, what) in PARAMETERS.items():
+                declare(self, name, default, what, read_only=True, ranges=PARAMETER_RANGES)
+            # Any type here, so that a wrong one gets this node's error rather than rclpy's.
+            self.declare_parameter(
+                "race",
+                0,
+                ParameterDescriptor(
+                    dynamic_typing=True,
+                    read_only=True,
+                    description=f"race K contexts and the universal one (0: no racing; at most "
+                    f"{MAX_RACE})",
+                ),
+            )
+            self.race = _race_parameter(self.get_parameter("race").value)
+            if self.race < 0:
+                raise CampError(
+                    f"parameter race = {self.get_parameter('race').value!r} is out of range: give "
+                    f"a whole number in [0, {MAX_RACE}] (0: no racing; K: race K contexts and the "
+                    "universal one)"
+                )
+        except CampError:
+            Node.destroy_node(self)
+            raise
         self.heartbeat = max(0.05, float(self.get_parameter("heartbeat_s").value))
         self.grace = float(self.get_parameter("timeout_grace_s").value)
         self.default_timeout = float(self.get_parameter("default_timeout_s").value)
-        self.race = _race_parameter(self.get_parameter("race").value)
-        if self.race < 0:
-            Node.destroy_node(self)
-            raise CampError(
-                f"parameter race = {self.get_parameter('race').value!r} is out of range: give a "
-                f"whole number in [0, {MAX_RACE}] (0: no racing; K: race K contexts and the "
-                "universal one)"
-            )
-        # race = K: K + 1 warm workers, the first of which also plans the goals not raced.
-        self.pool = RacePool(service_kwargs, self.race + 1) if self.race else None
-        self.worker = self.pool.workers[0] if self.pool else PlanWorker(service_kwargs)
-        # Load the selector, CSIs and PyBullet before the first goal.
-        if self.pool is not None:
-            try:
-                self.pool.start()
-            except BaseException:
-                self.pool.close()
-                raise
-        else:
-            self.worker.start()
+        self.pool: RacePool | None = None
+        self.worker: PlanWorker | None = None
         self._busy = threading.Lock()
+        self._group = ReentrantCallbackGroup()
+        self.server: ActionServer | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def load(self) -> None:
+        service_kwargs = service_params(self)
+        self.facts.update(
+            domain=str(service_kwargs["domain"]),
+            world=str(self.get_parameter("world").value) or "default",
+            bundle=str(service_kwargs["bundle_path"] or "none"),
+            race=str(self.race),
+        )
+        # race = K: K + 1 warm workers, the first of which also plans the goals not raced.
+        if self.race:
+            self.pool = RacePool(service_kwargs, self.race + 1)
+            self.worker = self.pool.workers[0]
+            self.pool.start()  # loads the selector, CSIs and PyBullet before the first goal
+        else:
+            self.worker = PlanWorker(service_kwargs)
+            self.worker.start()
+
+    def release(self) -> None:
+        pool, worker = self.pool, self.worker
+        self.pool = self.worker = None
+        if pool is not None:
+            pool.close()
+        elif worker is not None:
+            worker.stop()
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        result = super().on_activate(state)
+        # Offered only while active, so a client's wait_for_server means "ready".
         self.server = ActionServer(
             self,
             PlanTask,
@@ -80,11 +118,37 @@ class TampServerNode(Node):
             execute_callback=self._execute,
             goal_callback=lambda goal: GoalResponse.ACCEPT,
             cancel_callback=lambda handle: CancelResponse.ACCEPT,
-            callback_group=ReentrantCallbackGroup(),
+            callback_group=self._group,
         )
-        self.get_logger().info(f"PlanTask action server ready on /{PLAN_ACTION}")
+        self.get_logger().info(f"PlanTask action server ready on {PLAN_ACTION}")
+        return result
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._withdraw()
+        return super().on_deactivate(state)
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._withdraw()
+        return super().on_shutdown(state)
+
+    def _withdraw(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            # rclpy's ActionServer.destroy() removes the futures of finished goals a second
+            # time (list.remove raises ValueError); the handle is released all the same.
+            with contextlib.suppress(ValueError):
+                server.destroy()
 
     def _execute(self, handle: Any) -> PlanTask.Result:
+        if not self.active or self.worker is None:
+            handle.abort()
+            return self._result(
+                PlanResult.failure(
+                    ErrorCode.INACTIVE,
+                    f"tamp_server is {self.state_label}: configure and activate it",
+                ),
+                "",
+            )
         if not self._busy.acquire(blocking=False):
             handle.abort()
             return self._result(
@@ -94,9 +158,13 @@ class TampServerNode(Node):
                 "",
             )
         try:
-            return self._plan(handle)
+            result = self._plan(handle)
         finally:
             self._busy.release()
+        self.facts["last_outcome"] = "OK" if result.success else ErrorCode(result.error_code).name
+        if not result.success:
+            self.errors[ErrorCode(result.error_code).name.lower()] += 1
+        return result
 
     def _plan(self, handle: Any) -> PlanTask.Result:
         goal = handle.request
@@ -144,10 +212,12 @@ class TampServerNode(Node):
             # A shutdown (Ctrl-C, SIGINT from launch) stops the goal too, so the node exits.
             return bool(handle.is_cancel_requested) or not self.context.ok()
 
+        pool, worker = self.pool, self.worker
+        assert worker is not None  # _execute checked
         try:
-            if self.pool is not None and goal.allow_fallback:
+            if pool is not None and goal.allow_fallback:
                 # Racing replaces the fallbacks: one (stretched) timeout per worker, at once.
-                race = self.pool.plan(
+                race = pool.plan(
                     request.scene,
                     self.race,
                     lam=request.lam,
@@ -166,7 +236,7 @@ class TampServerNode(Node):
                         + (f" ({race.note})" if race.note else "")
                     )
             else:
-                result = self.worker.run(
+                result = worker.run(
                     request,
                     cancelled=cancelled,
                     limit_s=attempts * timeout + self.grace,
@@ -210,14 +280,22 @@ class TampServerNode(Node):
         return out
 
     def destroy_node(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-        self.worker.stop()
-        # rclpy's ActionServer.destroy() removes the futures of finished goals a second time
-        # (list.remove raises ValueError); the handle is still released by the node below.
-        with contextlib.suppress(ValueError):
-            self.server.destroy()
+        self.release()
+        self._withdraw()
         super().destroy_node()
+
+
+# Parameter → (default, what it is); all read at start-up.
+PARAMETERS: dict[str, tuple[Any, str]] = {
+    "timeout_grace_s": (10.0, "seconds a goal may run past its timeouts before it is stopped"),
+    "default_timeout_s": (60.0, "seconds per planning call when a goal gives none"),
+    "heartbeat_s": (1.0, "seconds between feedback messages while a goal runs"),
+}
+PARAMETER_RANGES: Ranges = {
+    "timeout_grace_s": (0.0, MAX_TIMEOUT_S, "seconds"),
+    "default_timeout_s": (0.001, MAX_TIMEOUT_S, "seconds"),
+    "heartbeat_s": (0.05, 60.0, "seconds"),
+}
 
 
 def _race_parameter(value: Any) -> int:

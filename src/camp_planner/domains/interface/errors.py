@@ -28,6 +28,7 @@ class ErrorCode(IntEnum):
     BUSY = 13
     INVALID_REQUEST = 14
     SERVER_LOST = 15
+    INACTIVE = 16
     INTERNAL = 255
 
 
