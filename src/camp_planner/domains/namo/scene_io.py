@@ -17,9 +17,11 @@ A scene may show a task partway through: the robot in any room from which a chai
 doorways leads to the goal's, boxes wherever they were put down, and at most one box in the
 gripper, lifted where the robot carries one (:func:`~camp_planner.sim.carry.hold_point`,
 square to the base). The task it becomes starts there (``NamoTask.held``); a box off the
-floor anywhere else is refused. NAMO is planar: it reads x, y and yaw from each 3-D pose and refuses a tilted one. How
-far a scene may differ from its model is set by the tolerances below (the README's "What a
-scene must be" lists them).
+floor anywhere else is refused.
+
+NAMO is planar: it reads x, y and yaw from each 3-D pose and refuses a tilted one. How far a
+scene may differ from its model is set by the tolerances below (the README's "What a scene
+must be" lists them).
 """
 
 from __future__ import annotations
