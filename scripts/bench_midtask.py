@@ -174,10 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench_midtask: error: {exc}", file=sys.stderr)
         return 2
     results = {which: summary(s) for which, s in scores.items()}
+    holding = sum(bool(t.held) for t in mids)
     print(
         f"{args.domain}, {len(mids)} of {args.tasks} tasks from seed {args.task_seed} "
-        f"(mid-task: after {args.fraction:.0%} of pure planning's executed steps; "
-        f"{len(refused)} refused, {args.tasks - len(mids) - len(refused)} with no state between)"
+        f"(mid-task: after {args.fraction:.0%} of pure planning's executed steps, {holding} "
+        f"of them holding an object; {len(refused)} refused, "
+        f"{args.tasks - len(mids) - len(refused)} with no state between)"
     )
     print("\n".join(markdown(results, len(mids))))
     if args.json is not None:
