@@ -15,14 +15,23 @@ Reds are told apart by their width, as the selector's "red radius" feature: a sk
 the model's plain cylinder (0.06 m across), a fat one its stem under a 0.16 m cap (see
 :func:`camp_planner.domains.manip.world.red_profile`); a width between is refused.
 
+A scene may show a task partway through: the robot anywhere on the floor, reds already
+standing in bins (on a bin's floor; read at the bin's centre, where a place puts them) or on
+the staging strip, and at most one red in the gripper, its ``room`` saying how it is held
+(``held_top`` or ``held_side``: the model holds a red in a canonical grasp of that style,
+and only a side-held red can be placed). The task it becomes starts there
+(``ManipTask.held``, ``ManipTask.place_of``).
+
 Refuse, never repair: anything the model cannot represent faithfully is refused with a named
 :class:`~camp_planner.domains.interface.errors.ErrorCode` (the codes NAMO uses; no
 domain-specific ones): a NaN or infinite pose (``INVALID_SCENE``, from
 :func:`~camp_planner.domains.interface.scene.validate_scene`), an object on no table or in no
-bin, or a red or blue anywhere but on the left table where the model starts them
-(``INVALID_SCENE``), a bin index outside 0 … 8 (``INVALID_SCENE``), tables or bins off the
-model's, overlapping objects, a tilted object, and a scene with no red object, which has no
-goal (``MISSING_GOAL``).
+bin, a blue anywhere but on the left table, a red on the bins' table neither in a bin nor on
+the staging strip, a held red whose grasp is not named or that is out of the arm's reach, two
+held reds, a bin holding two objects, a bin index outside 0 … 8, tables or bins off the
+model's, overlapping objects, a tilted object (all ``INVALID_SCENE``), too few free bins for
+the reds still to put away (``UNREACHABLE_GOAL``), and a scene with no red object, which has
+no goal (``MISSING_GOAL``).
 """
 
 from __future__ import annotations
