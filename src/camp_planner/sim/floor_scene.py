@@ -27,6 +27,7 @@ from typing import Protocol
 
 import pybullet as pb
 
+from camp_planner.sim.carry import HOLD_AHEAD, LIFT
 from camp_planner.sim.floor_index import FloorIndex, Rect, rect_dist2
 from camp_planner.sim.pybullet_servers import ServerPool, static_box, yaw_quaternion
 
@@ -35,8 +36,6 @@ Pose2D = tuple[float, float, float]  # x, y, yaw
 TUCKED = (0.0, 0.0, 0.0, -3.0, 0.0, 3.0, 0.8)  # Panda joints 1-7: folded over the base
 ARM_MOUNT_X = -0.12  # the arm's base sits behind the base's centre, so the tucked arm fits
 GRASP_LINK = 11  # panda_grasptarget
-HOLD_AHEAD = 0.5  # a held box is carried this far ahead of the base centre, lifted
-LIFT = 0.03
 IK_TOLERANCE = 0.015  # metres between the gripper and the grasp point
 # The floor-plan shortcut of ``blocked_at`` claims a hit only this far (metres) inside the
 # margin, so that rounding never lets it disagree with PyBullet's distances.

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from camp_planner.domains.interface.errors import ErrorCode, ServiceError
 from camp_planner.domains.interface.scene import Pose, Scene, SceneObject
-from camp_planner.domains.manip.layout import ABSENT, NONE
+from camp_planner.domains.manip.layout import ABSENT, HELD, NONE, TABLE, bin_loc
 from camp_planner.domains.manip.mdp import ManipMDP
-from camp_planner.domains.manip.scene_io import scene_from_task, task_from_scene
+from camp_planner.domains.manip.scene_io import pose_names, scene_from_task, task_from_scene
 from camp_planner.domains.manip.world import ManipTask, generate_task, make_tasks
 
 TASK = generate_task(0, 0)
@@ -101,7 +101,7 @@ def test_a_state_s_scene_leaves_out_what_the_state_has_removed() -> None:
     assert "blue_3" not in ids and f"green_{full}" not in ids and "blue_4" in ids
     held = mdp.assign_state(mdp.initial_state(), 1, "red_1")
     red = scene_from_task(TASK, held).object("red_1")
-    assert red.room == "held"
+    assert red.room == f"held_{held[2]}"
 
 
 # --- refusals -------------------------------------------------------------------------------
@@ -121,10 +121,14 @@ def test_an_object_outside_every_table_is_refused() -> None:
     err = _refused(on_floor)
     assert err.code == ErrorCode.INVALID_SCENE
     assert "blue_2" in err.message and "stands on no table" in err.message
-    # On the bins' table is a table, but not where the model starts a red.
+    # On the bins' table, a red stands in a bin or on the staging strip; a blue, never.
     right = TASK.right_table
-    elsewhere = _with(scene, "red_1", pose=Pose.planar(right.x0 + 0.1, 0.0, 0.0, 0.69))
+    beyond = right.x0 + TASK.settings.staging_depth + 0.02
+    elsewhere = _with(scene, "red_1", pose=Pose.planar(beyond, right.y1 - 0.02, 0.0, 0.69))
     err = _refused(elsewhere)
+    assert err.code == ErrorCode.INVALID_SCENE and "neither in a bin nor" in err.message
+    blue = _with(scene, "blue_1", pose=Pose.planar(right.x0 + 0.1, 0.0, 0.0, 0.675))
+    err = _refused(blue)
     assert err.code == ErrorCode.INVALID_SCENE and "left table" in err.message
     # Floating above the left table.
     obj = TASK.obj("red_0")
@@ -257,12 +261,13 @@ def test_a_mutated_scene_is_refused_by_name_or_read_faithfully(
         )
         assert err.message
         return
-    # Read: every red and blue stands on the left table, every object has a model name.
+    # Read: every blue stands on the left table, every red there or where the model puts
+    # reds (a bin, the staging strip, the gripper), every object has a model name.
     left = task.left_table
     for o in task.objects:
-        if o.kind in ("red", "blue"):
-            assert left.x0 <= o.x <= left.x1 and left.y0 <= o.y <= left.y1
-            assert o.z == left.height
+        on_left = left.x0 <= o.x <= left.x1 and left.y0 <= o.y <= left.y1
+        if o.kind == "blue" or (o.kind == "red" and task.place_of(o) == TABLE and not task.held):
+            assert on_left and o.z == left.height
     movable = {o.id for o in scene.objects if o.object_class in ("red", "blue", "green")}
     assert set(slot_of) == movable
     assert len(task.reds) == sum(1 for o in scene.objects if o.object_class == "red")
@@ -290,3 +295,74 @@ def test_the_plug_in_reads_scenes_of_the_configured_world() -> None:
     # ... and the default world's table is not this one.
     err = _refused(scene)
     assert err.code == ErrorCode.INVALID_SCENE and "table_left" in err.message
+
+
+# --- scenes partway through a task: reds already in bins, one held --------------------------
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 30),
+    done=st.lists(st.booleans(), min_size=2, max_size=2),
+    held=st.sampled_from([None, 0, 1]),
+    style=st.sampled_from(["top", "side"]),
+    base=st.integers(0, 48),
+)
+def test_a_mid_task_scene_is_the_state_it_shows(
+    seed: int, done: list[bool], held: int | None, style: str, base: int
+) -> None:
+    """Reds put into free bins, one red held, the robot at any of the MDP's poses: the
+    scene of that state is read as a task whose initial state is that state, the robot
+    starting where it stands."""
+    task = generate_task(seed, seed)
+    mdp = ManipMDP.from_task(task)  # no simulator: only its state layout
+    lay = mdp.layout
+    state = list(mdp.initial_state())
+    free = iter(task.free_bins)
+    for k, red in enumerate(lay.reds):
+        i = lay.loc_index[red]
+        if k == held:
+            state[1:3] = [red, style]
+            state[i : i + 2] = [HELD, HELD]
+        elif done[k]:
+            b = task.bins[next(free)]
+            state[i : i + 2] = [bin_loc(b.index), (round(b.x, 4), round(b.y, 4), b.floor_z)]
+            state[lay.bin_index[b.index]] = red
+    state[0] = lay.base_poses[base]
+    back, _ = task_from_scene(scene_from_task(task, tuple(state)))
+    assert back.start == pose_names(task)[str(state[0])]
+    assert back.held == ("" if held is None else lay.reds[held])
+    again = ManipMDP.from_task(back).initial_state()
+    assert again[1:] == tuple(state[1:])
+    # A filled bin is a taken bin for the selector, as a green's is.
+    taken = [state[i] != NONE for i in lay.bin_index]
+    assert back.features()[1:] == tuple(1.0 if t else 0.0 for t in taken)
+
+
+def _mid_scene() -> Scene:
+    mdp = ManipMDP.from_task(TASK)
+    lay = mdp.layout
+    s = list(mdp.initial_state())
+    b = TASK.bins[TASK.free_bins[0]]
+    i = lay.loc_index["red_0"]
+    s[i : i + 2] = [bin_loc(b.index), (round(b.x, 4), round(b.y, 4), b.floor_z)]
+    s[lay.bin_index[b.index]] = "red_0"
+    i = lay.loc_index["red_1"]
+    s[1:3] = ["red_1", "side"]
+    s[i : i + 2] = [HELD, HELD]
+    return scene_from_task(TASK, tuple(s))
+
+
+def test_what_a_mid_task_scene_cannot_be_is_refused_by_name() -> None:
+    scene = _mid_scene()
+    assert task_from_scene(scene)[0].grasp_style == "side"
+    untold = _refused(_with(scene, "red_1", room="held"))
+    assert untold.code == ErrorCode.INVALID_SCENE and "held_side" in untold.message
+    far = _with(scene, "red_1", pose=Pose.planar(-1.5, 0.0, 0.0, 0.69), room="held_top")
+    assert "arm reaches" in _refused(far).message
+    red = scene.object("red_0")
+    aloft = _with(scene, "red_0", pose=Pose.planar(red.pose.x, red.pose.y, 0.0, 0.95))
+    assert "not on its floor" in _refused(aloft).message
+    green = next(b for b in TASK.bins if TASK.occupied[b.index])
+    into = _with(scene, "red_0", pose=Pose.planar(green.x, green.y, 0.0, red.pose.z))
+    assert "and another object" in _refused(into).message
+    two = replace(scene, objects=(*scene.objects, replace(scene.object("red_1"), id="red_9")))
+    assert "at most one" in _refused(two).message

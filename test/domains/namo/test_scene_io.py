@@ -8,6 +8,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from camp_planner.domains.interface.errors import ErrorCode, ServiceError
 from camp_planner.domains.interface.scene import Pose, Scene, SceneObject
@@ -18,7 +20,8 @@ from camp_planner.domains.namo.scene_io import (
     scene_from_task,
     task_from_scene,
 )
-from camp_planner.domains.namo.world import NamoSettings, generate_task
+from camp_planner.domains.namo.world import NamoSettings, NamoTask, generate_task
+from camp_planner.sim.carry import hold_point
 from camp_planner.workflow import Pipeline
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"
@@ -384,13 +387,17 @@ def test_the_tolerances_stay_inside_the_planner_s_clearance() -> None:
 def test_the_planar_model_reads_3d_poses_and_refuses_tilted_ones() -> None:
     s = _scene()
     box = _obj(s, "box_r0_3")
-    # Any height is the same planar pose; a lean within TILT_TOLERANCE is read as upright.
+    # A lean within TILT_TOLERANCE is read as upright; a box standing (its centre at or
+    # below half its height) is on the floor, one higher up is refused unless it is held.
     lean = math.radians(1.0)
     x, y, yaw = box.pose.x, box.pose.y, box.pose.yaw
-    upright = Pose((x, y, 5.0), (math.sin(lean / 2), 0.0, 0.0, math.cos(lean / 2)))
-    assert task_from_scene(_with(s, dataclasses.replace(box, pose=upright)))[0].boxes == (
-        task_from_scene(s)[0].boxes
-    )
+    for z in (box.pose.z, 0.0):
+        upright = Pose((x, y, z), (math.sin(lean / 2), 0.0, 0.0, math.cos(lean / 2)))
+        assert task_from_scene(_with(s, dataclasses.replace(box, pose=upright)))[0].boxes == (
+            task_from_scene(s)[0].boxes
+        )
+    aloft = _refusal(_with(s, dataclasses.replace(box, pose=Pose((x, y, 5.0)))))
+    assert aloft.code == ErrorCode.INVALID_SCENE and "off the floor" in aloft.message
     assert yaw == 0.0
     fallen = Pose((x, y, 0.15), (math.sin(math.pi / 4), 0.0, 0.0, math.cos(math.pi / 4)))
     error = _refusal(_with(s, dataclasses.replace(box, pose=fallen)))
@@ -399,3 +406,140 @@ def test_the_planar_model_reads_3d_poses_and_refuses_tilted_ones() -> None:
     leaning_robot = Pose((1.4, 0.84, 0.0), (0.0, math.sin(0.1), 0.0, math.cos(0.1)))
     error = _refusal(dataclasses.replace(s, robot_pose=leaning_robot))
     assert error.code == ErrorCode.INVALID_SCENE and "the robot is tilted" in error.message
+
+
+# --- scenes partway through a task: the robot in any room, boxes moved, a box held ---------
+def _mid_task_scene(
+    seed: int,
+    room: int,
+    offset: tuple[float, float],
+    yaw: float,
+    moves: list[tuple[int, float, float]],
+) -> tuple[Scene, tuple[float, float, float], dict[str, tuple[float, float]]]:
+    """Task ``seed``'s scene with the robot near room ``room``'s centre (``offset``) and, for
+    each (k, fx, fy) of ``moves``, the k-th remaining box moved to that fraction of a room
+    (``fx`` in [0, 3) picks the room column too); boxes within reach of the robot are left
+    out. Returns (scene, robot pose, box id → where the scene has it)."""
+    task = generate_task(seed, seed)
+    x0, y0, _, _ = task.room_rect(room)
+    robot = (x0 + 1.5 + offset[0], y0 + 1.5 + offset[1], yaw)
+    scene = scene_from_task(task)
+    boxes = {o.id: (o.pose.x, o.pose.y) for o in scene.objects if o.object_class == "box"}
+    boxes = {k: v for k, v in boxes.items() if math.dist(v, robot[:2]) > 1.0}
+    names = sorted(boxes)
+    for k, fx, fy in moves:
+        if names:
+            boxes[names[k % len(names)]] = (3.0 * fx, 3.0 * fy)
+    others = tuple(o for o in scene.objects if o.object_class != "box")
+    placed = tuple(
+        SceneObject(i, "box", Pose.planar(x, y, 0.0, 0.35), (0.3, 0.3, 0.7), True)
+        for i, (x, y) in sorted(boxes.items())
+    )
+    return (
+        dataclasses.replace(scene, robot_pose=Pose.planar(*robot), objects=(*others, *placed)),
+        robot,
+        boxes,
+    )
+
+
+def _representable(
+    task_rooms: NamoTask, robot: tuple[float, float, float], boxes: dict[str, tuple[float, float]]
+) -> bool:
+    """A simple sufficient test that the model has this state: every box well inside a room
+    that is not the goal room, at least 0.45 m from any other and 1 m from the robot, and at
+    most five boxes per room."""
+    per_room: dict[int, int] = {}
+    for x, y in boxes.values():
+        room = task_rooms.room_of(x, y)
+        inside = 0.25 < x % 3.0 < 2.75 and 0.25 < y % 3.0 < 2.75
+        if room == 8 or not inside or math.dist((x, y), robot[:2]) <= 1.0:
+            return False
+        per_room[room] = per_room.get(room, 0) + 1
+    spots = list(boxes.values())
+    apart = all(math.dist(a, b) >= 0.45 for i, a in enumerate(spots) for b in spots[i + 1 :])
+    return apart and max(per_room.values(), default=0) <= 5
+
+
+_CASES = st.tuples(
+    st.integers(0, 40),
+    st.integers(0, 8),
+    st.tuples(st.floats(-0.8, 0.8), st.floats(-0.8, 0.8)),
+    st.floats(-math.pi, math.pi),
+    st.lists(
+        st.tuples(st.integers(0, 30), st.floats(0.0, 2.999), st.floats(0.0, 2.999)), max_size=4
+    ),
+)
+Case = tuple[int, int, tuple[float, float], float, list[tuple[int, float, float]]]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(case=_CASES)
+def test_a_mid_task_scene_starts_the_task_where_the_robot_is(case: Case) -> None:
+    seed, room = case[0], case[1]
+    scene, robot, boxes = _mid_task_scene(*case)
+    assume(_representable(generate_task(seed, seed), robot, boxes))
+    task, slot_of = task_from_scene(scene)
+    assert _close(task.start, robot) and task.room_of(*robot[:2]) == room
+    assert task.held == ""
+    by_slot = {b.name: (b.x, b.y) for b in task.boxes}
+    assert set(slot_of) == set(boxes)
+    for oid, xy in boxes.items():
+        slot = slot_of[oid]
+        assert _close(by_slot[slot], xy)
+        # A moved box takes a slot of the room it now stands in.
+        assert slot.startswith(f"box_r{task.room_of(*xy)}_")
+    # The task's own scene is read back as the same task.
+    again, _ = task_from_scene(scene_from_task(task))
+    assert sorted(again.boxes, key=lambda b: b.name) == sorted(task.boxes, key=lambda b: b.name)
+    assert _close(again.start, task.start)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(case=_CASES)
+def test_a_box_in_the_gripper_is_the_task_s_held_box(case: Case) -> None:
+    seed, room, yaw = case[0], case[1], case[3]
+    scene, robot, boxes = _mid_task_scene(*case)
+    hx, hy, hz = hold_point(robot, 0.7)
+    assume(room != 8 and _representable(generate_task(seed, seed), robot, boxes))
+    assume(all(math.dist((hx, hy), xy) > 0.45 for xy in boxes.values()))
+    carried = SceneObject("crate", "box", Pose.planar(hx, hy, yaw, hz), (0.3, 0.3, 0.7), True)
+    task, slot_of = task_from_scene(dataclasses.replace(scene, objects=(*scene.objects, carried)))
+    assert task.held == slot_of["crate"]
+    assert task.held.startswith(f"box_r{task.room_of(hx, hy)}_")
+    # The scene of that task shows the box in the gripper again.
+    again, _ = task_from_scene(scene_from_task(task))
+    assert again.held == task.held
+
+
+def _held_scene(dz: float = 0.0, ahead: float = 0.5, turn: float = 0.0) -> Scene:
+    scene, robot, _ = _mid_task_scene(5, 4, (0.0, 0.0), 0.3, [])
+    x, y, yaw = robot
+    z = 0.38 + dz
+    box = SceneObject(
+        "crate",
+        "box",
+        Pose.planar(x + ahead * math.cos(yaw), y + ahead * math.sin(yaw), yaw + turn, z),
+        (0.3, 0.3, 0.7),
+        True,
+    )
+    return dataclasses.replace(scene, objects=(*scene.objects, box))
+
+
+def test_a_box_off_the_floor_but_not_in_the_gripper_is_refused() -> None:
+    assert task_from_scene(_held_scene())[0].held
+    for scene in (_held_scene(dz=0.2), _held_scene(ahead=0.8), _held_scene(turn=0.5)):
+        with pytest.raises(ServiceError) as info:
+            task_from_scene(scene)
+        assert info.value.code == ErrorCode.INVALID_SCENE
+    with pytest.raises(ServiceError) as info:
+        task_from_scene(_held_scene(ahead=0.8))
+    assert "gripper" in info.value.message
+
+
+def test_two_held_boxes_are_refused() -> None:
+    scene = _held_scene()
+    box = next(o for o in scene.objects if o.id == "crate")
+    second = dataclasses.replace(box, id="crate2", pose=Pose.planar(1.0, 1.0, 0.0, 0.9))
+    with pytest.raises(ServiceError) as info:
+        task_from_scene(dataclasses.replace(scene, objects=(*scene.objects, second)))
+    assert info.value.code == ErrorCode.INVALID_SCENE and "at most one box" in info.value.message

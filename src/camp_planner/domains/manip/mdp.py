@@ -317,16 +317,22 @@ class ManipMDP(FactoredMDP):
     def initial_state(self) -> State:
         if self._initial is None:
             t = self._task
-            out: list[Hashable] = [START, NONE, NONE]
+            out: list[Hashable] = [START, t.held or NONE, t.grasp_style or NONE]
+            bins: list[Hashable] = [GREEN if occ else NONE for occ in t.occupied]
             for red in self.layout.reds:
                 o = t.obj(red)
-                out += [TABLE, (_r(o.x), _r(o.y), _r(o.z))]
+                if red == t.held:
+                    out += [HELD, HELD]
+                    continue
+                place = t.place_of(o)
+                out += [place, (_r(o.x), _r(o.y), _r(o.z))]
+                if place.startswith("bin_"):
+                    bins[int(place[len("bin_") :])] = red
             present = {o.name: o for o in t.distractors}
             for blue in self.layout.blues:
                 b = present.get(blue)
                 out.append((_r(b.x), _r(b.y)) if b is not None else ABSENT)
-            out += [GREEN if occ else NONE for occ in t.occupied]
-            self._initial = tuple(out)
+            self._initial = (*out, *bins)
         return self._initial
 
     def is_terminal(self, state: State) -> bool:

@@ -15,14 +15,23 @@ Reds are told apart by their width, as the selector's "red radius" feature: a sk
 the model's plain cylinder (0.06 m across), a fat one its stem under a 0.16 m cap (see
 :func:`camp_planner.domains.manip.world.red_profile`); a width between is refused.
 
+A scene may show a task partway through: the robot anywhere on the floor, reds already
+standing in bins (on a bin's floor; read at the bin's centre, where a place puts them) or on
+the staging strip, and at most one red in the gripper, its ``room`` saying how it is held
+(``held_top`` or ``held_side``: the model holds a red in a canonical grasp of that style,
+and only a side-held red can be placed). The task it becomes starts there
+(``ManipTask.held``, ``ManipTask.place_of``).
+
 Refuse, never repair: anything the model cannot represent faithfully is refused with a named
 :class:`~camp_planner.domains.interface.errors.ErrorCode` (the codes NAMO uses; no
 domain-specific ones): a NaN or infinite pose (``INVALID_SCENE``, from
 :func:`~camp_planner.domains.interface.scene.validate_scene`), an object on no table or in no
-bin, or a red or blue anywhere but on the left table where the model starts them
-(``INVALID_SCENE``), a bin index outside 0 … 8 (``INVALID_SCENE``), tables or bins off the
-model's, overlapping objects, a tilted object, and a scene with no red object, which has no
-goal (``MISSING_GOAL``).
+bin, a blue anywhere but on the left table, a red on the bins' table neither in a bin nor on
+the staging strip, a held red whose grasp is not named or that is out of the arm's reach, two
+held reds, a bin holding two objects, a bin index outside 0 … 8, tables or bins off the
+model's, overlapping objects, a tilted object (all ``INVALID_SCENE``), too few free bins for
+the reds still to put away (``UNREACHABLE_GOAL``), and a scene with no red object, which has
+no goal (``MISSING_GOAL``).
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from dataclasses import replace
 
 from camp_planner.domains.interface.errors import ErrorCode, ServiceError
 from camp_planner.domains.interface.scene import Pose, Scene, SceneObject, validate_scene
-from camp_planner.domains.manip.layout import GREEN, HELD, START, layout
+from camp_planner.domains.manip.layout import GRASPS, GREEN, HELD, START, TABLE, layout
 from camp_planner.domains.manip.world import (
     BLUE,
     RED,
@@ -61,6 +70,9 @@ TABLE_TOLERANCE = 0.025  # every face of a table, every bin's centre, off the mo
 TILT_TOLERANCE = math.radians(2.0)  # the model stands everything upright
 AXIS_TOLERANCE = math.radians(5.0)  # tables and bins are axis-aligned
 OVERLAP_TOLERANCE = 1e-3  # two objects may interpenetrate this much and count as touching
+# Metres from the base's centre within which a held red can be: the arm reaches 0.97 m from
+# its shoulder, mounted 0.1 m forward of the centre (manip mdp's SAMPLE_REACH, with slack).
+HELD_REACH = 1.2
 _BIN_ID = re.compile(r"bin_(-?\d+)$")
 
 
@@ -136,7 +148,12 @@ def scene_from_task(
     robot = task.start
     if state is None:
         for obj in task.objects:
-            room = "table_left" if obj.kind != "green" else _green_bin(task, obj.x, obj.y)
+            if obj.kind == "green":
+                room = _green_bin(task, obj.x, obj.y)
+            elif obj.name == task.held:
+                room = f"{HELD}_{task.grasp_style}"
+            else:
+                room = _room(task.place_of(obj) if obj.kind == "red" else TABLE)
             objects.append(_scene_object(obj, obj.x, obj.y, obj.z, room))
     else:
         robot = pose_names(task)[str(state[0])]
@@ -151,13 +168,13 @@ def scene_from_task(
             loc, pose = state[i], state[i + 1]
             if isinstance(pose, tuple):
                 x, y, z = (float(v) for v in pose)
-                room = "table_left" if loc == "table" else str(loc)
-            else:  # held: in front of the base, at table height
+                room = _room(str(loc))
+            else:  # held: in front of the base, at table height; its room says how
                 assert pose == HELD
                 ahead = st.base_half_extent + 0.3
                 x = robot[0] + ahead * math.cos(robot[2])
                 y = robot[1] + ahead * math.sin(robot[2])
-                z, room = st.table_height, HELD
+                z, room = st.table_height, f"{HELD}_{state[2]}"
             objects.append(_scene_object(red, x, y, z, room))
         for blue in task.distractors:
             value = state[lay.blue_index[blue.name]]
@@ -177,6 +194,12 @@ def scene_from_task(
         frame_id=frame_id,
         scene_id=f"manip-task-{task.task_id}",
     )
+
+
+def _room(place: str) -> str:
+    """A red's ``room`` in a scene for its place in the model (``table``, ``staging``,
+    ``bin_j``): the left table by its table's name, the others by the model's."""
+    return "table_left" if place == TABLE else place
 
 
 def _green_template(task: ManipTask) -> ManipObject:
@@ -424,11 +447,27 @@ def task_from_scene(
     blue_names = _names([o.id for o in blues], "blue")
     fat = False
     standing: list[tuple[SceneObject, ManipObject]] = []
+    done: list[tuple[SceneObject, ManipObject]] = []  # reds in bins or on the staging strip
+    held: tuple[SceneObject, ManipObject, str] | None = None
     for obj in sorted((*reds, *blues), key=lambda o: o.id):
         sections = _profile(obj, st)
         x, y = obj.pose.x, obj.pose.y
         bottom = obj.pose.z - obj.size[2] / 2
         where = f"object '{obj.id}' at ({_m(x)}, {_m(y)}, bottom {_m(bottom)})"
+        fat = fat or len(sections) > 1
+        red = ManipObject(red_names.get(obj.id, ""), "red", x, y, bottom, sections, RED)
+        if obj.object_class == RED_CLASS and obj.room.startswith(HELD):
+            if held is not None:
+                raise ServiceError(
+                    ErrorCode.INVALID_SCENE,
+                    f"reds '{held[0].id}' and '{obj.id}' are both held; the model's robot "
+                    "holds at most one",
+                )
+            held = (obj, red, _grasp_style(obj, start))
+            continue
+        if obj.object_class == RED_CLASS and _on_top(x, y, skeleton.right_table):
+            done.append((obj, _put_down(obj, red, skeleton)))
+            continue
         table = next((t for t in skeleton.tables if _on_top(x, y, t)), None)
         if table is None:
             raise ServiceError(
@@ -440,8 +479,8 @@ def task_from_scene(
         if table.name != left.name:
             raise ServiceError(
                 ErrorCode.INVALID_SCENE,
-                f"{where} is on {table.name}; the model starts every red and blue on the left "
-                f"table (x {left.x0:.3f}–{left.x1:.3f}, y {left.y0:.3f}–{left.y1:.3f})",
+                f"{where} is on {table.name}; the model has the blues on the left table (x "
+                f"{left.x0:.3f}–{left.x1:.3f}, y {left.y0:.3f}–{left.y1:.3f}) only",
             )
         if abs(bottom - left.height) > HEIGHT_TOLERANCE:
             raise ServiceError(
@@ -458,7 +497,6 @@ def task_from_scene(
             )
         if obj.object_class == RED_CLASS:
             name, kind, rgba = red_names[obj.id], "red", RED
-            fat = fat or len(sections) > 1
         else:
             name, kind, rgba = blue_names[obj.id], "blue", BLUE
         standing.append((obj, ManipObject(name, kind, x, y, left.height, sections, rgba)))
@@ -511,16 +549,29 @@ def task_from_scene(
             ManipObject(f"green_{b.index}", "green", b.x, b.y, b.floor_z, sections, GREEN_RGBA)
         )
         slot_of[obj.id] = f"bin_{b.index}"
-    if n_bins - sum(occupied) < len(reds):
+    filled = list(occupied)
+    for obj, red in done:
+        place = skeleton.place_of(red)
+        if place.startswith("bin_"):
+            k = int(place[len("bin_") :])
+            if filled[k]:
+                raise ServiceError(
+                    ErrorCode.INVALID_SCENE,
+                    f"bin {k} holds red '{obj.id}' and another object; the model, one",
+                )
+            filled[k] = True
+    to_place = len(reds) - sum(filled) + sum(occupied)
+    if n_bins - sum(filled) < to_place:
         raise ServiceError(
             ErrorCode.UNREACHABLE_GOAL,
-            f"{sum(occupied)} of the {n_bins} bins hold a green: too few are free for "
-            f"{len(reds)} reds",
+            f"{sum(filled)} of the {n_bins} bins hold a green or a red: too few are free for "
+            f"the {to_place} reds still to put away",
         )
+    everything = [*standing, *done, *([held[:2]] if held is not None else [])]
     reds_first = sorted(
-        (m for _, m in standing), key=lambda m: (m.kind != "red", int(m.name.split("_")[1]))
+        (m for _, m in everything), key=lambda m: (m.kind != "red", int(m.name.split("_")[1]))
     )
-    for obj, placed in standing:
+    for obj, placed in everything:
         slot_of[obj.id] = placed.name
     task = ManipTask(
         task_id,
@@ -530,5 +581,54 @@ def task_from_scene(
         tuple(occupied),
         start,
         st,
+        "" if held is None else held[1].name,
+        "" if held is None else held[2],
     )
     return task, slot_of
+
+
+def _grasp_style(obj: SceneObject, robot: Pose2D) -> str:
+    """How red ``obj``, whose ``room`` says it is held, is held: ``held_top`` or
+    ``held_side`` name the grasp (the model's held red sits in a canonical grasp of that
+    style, and only a side-held red can be placed); it must be within the arm's reach."""
+    style = obj.room[len(HELD) + 1 :] if obj.room.startswith(f"{HELD}_") else ""
+    if style not in GRASPS[1:]:
+        raise ServiceError(
+            ErrorCode.INVALID_SCENE,
+            f"red '{obj.id}' is held ('{obj.room}') but not said how: the model holds a red "
+            f"in a top or a side grasp, room '{HELD}_top' or '{HELD}_side'",
+        )
+    off = math.hypot(obj.pose.x - robot[0], obj.pose.y - robot[1])
+    if off > HELD_REACH:
+        raise ServiceError(
+            ErrorCode.INVALID_SCENE,
+            f"red '{obj.id}' is said to be held but stands {off:.2f} m from the robot's base; "
+            f"the arm reaches {HELD_REACH:.2f} m",
+        )
+    return style
+
+
+def _put_down(obj: SceneObject, red: ManipObject, task: ManipTask) -> ManipObject:
+    """Red ``red`` (scene object ``obj``) on the bins' table as the model has it: standing on
+    a bin's floor, at the bin's centre (where a place puts it), or on the staging strip
+    before the bins (where a regrasp puts it down); anywhere else there is refused."""
+    st = task.settings
+    where = f"red '{obj.id}' at ({_m(red.x)}, {_m(red.y)}, bottom {_m(red.z)})"
+    for b in task.bins:
+        if b.contains(red.x, red.y):
+            if abs(red.z - b.floor_z) > HEIGHT_TOLERANCE:
+                raise ServiceError(
+                    ErrorCode.INVALID_SCENE,
+                    f"{where} is over bin {b.index} but not on its floor at {b.floor_z:.2f} m "
+                    f"(± {HEIGHT_TOLERANCE} m)",
+                )
+            return replace(red, x=b.x, y=b.y, z=b.floor_z)
+    t = task.right_table
+    on_strip = t.x0 + red.radius <= red.x <= t.x0 + st.staging_depth - red.radius
+    if not on_strip or abs(red.z - st.table_height) > HEIGHT_TOLERANCE:
+        raise ServiceError(
+            ErrorCode.INVALID_SCENE,
+            f"{where} is on the bins' table but neither in a bin nor standing on the staging "
+            f"strip (x {t.x0:.3f}–{t.x0 + st.staging_depth:.3f} m, top {st.table_height:.2f} m)",
+        )
+    return replace(red, z=st.table_height)

@@ -31,6 +31,8 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from camp_planner.domains.manip.layout import STAGING, TABLE, bin_loc
+
 Pose2D = tuple[float, float, float]  # x, y, yaw
 Section = tuple[float, float, float]  # z0, z1 (up from the object's bottom), radius
 Rgba = tuple[float, float, float, float]
@@ -193,15 +195,29 @@ def red_profile(st: ManipSettings, fat: bool) -> tuple[Section, ...]:
 
 @dataclass(frozen=True)
 class ManipTask:
-    """One task: tables, bins, objects and the robot's start."""
+    """One task: tables, bins, objects and the robot's start.
+
+    A generated task starts at the origin with every red on the left table; a task read from
+    a scene of a robot partway through (``scene_io``) starts where that robot stands, with
+    reds already in bins or on the staging strip (where their objects stand: :meth:`place_of`)
+    and possibly one red in the gripper: ``held`` names it and ``grasp_style`` says how
+    (``top`` or ``side``), "" for none."""
 
     task_id: int
     seed: int
     fat: bool
     objects: tuple[ManipObject, ...]
-    occupied: tuple[bool, ...]  # per bin index
+    occupied: tuple[bool, ...]  # per bin index: holds a green
     start: Pose2D = (0.0, 0.0, 0.0)
     settings: ManipSettings = field(default_factory=ManipSettings)
+    held: str = ""
+    grasp_style: str = ""
+
+    def __post_init__(self) -> None:
+        if bool(self.held) != bool(self.grasp_style):
+            raise ValueError("a held red needs its grasp style, and a grasp style a held red")
+        if self.held and all(o.name != self.held or o.kind != "red" for o in self.objects):
+            raise ValueError(f"task {self.task_id} holds '{self.held}', which is not its red")
 
     # --- fixed geometry -------------------------------------------------------------------
     @property
@@ -310,9 +326,28 @@ class ManipTask:
         x = t.x0 + st.staging_depth / 2
         return [(x, y) for y in (-1.5 * st.bin_pitch, 0.0, 1.5 * st.bin_pitch)]
 
+    def place_of(self, obj: ManipObject) -> str:
+        """Where a red stands: ``table`` (the left table), ``staging`` (the right table's
+        strip before the bins) or ``bin_j`` (on bin j's floor)."""
+        if obj.z > self.settings.table_height + self.settings.bin_floor / 2:
+            for b in self.bins:
+                if b.contains(obj.x, obj.y):
+                    return bin_loc(b.index)
+        t = self.right_table
+        if t.x0 <= obj.x <= t.x1 and t.y0 <= obj.y <= t.y1:
+            return STAGING
+        return TABLE
+
+    def filled(self) -> tuple[bool, ...]:
+        """Per bin: whether it holds something (a green, or a red put there)."""
+        reds = {self.place_of(o) for o in self.reds if o.name != self.held}
+        return tuple(occ or bin_loc(k) in reds for k, occ in enumerate(self.occupied))
+
     def features(self) -> tuple[float, ...]:
-        """What the selector sees: the red radius, then the occupancy (0/1) of each bin."""
-        return (self.reds[0].radius, *(1.0 if occ else 0.0 for occ in self.occupied))
+        """What the selector sees: the red radius, then whether each bin is taken (0/1): by
+        a green, or by a red already put there (partway through a task a filled bin is one
+        fewer to choose from, as an occupied one is at the start)."""
+        return (self.reds[0].radius, *(1.0 if occ else 0.0 for occ in self.filled()))
 
     # --- base poses -------------------------------------------------------------------------
     def work_poses(self, table: str, per_side: int = 3) -> list[Pose2D]:

@@ -294,8 +294,11 @@ class NamoMDP(FactoredMDP):
             for box in self._task.boxes:
                 at = (round(box.x, 4), round(box.y, 4))
                 slots[self.layout.slot_index[box.name] - N_FIXED] = at
+            held = self._task.held or NONE
+            if self._task.held:
+                slots[self.layout.slot_index[held] - N_FIXED] = HELD
             pose = round_pose(self._task.start)
-            self._initial = (pose, self._task.room_of(pose[0], pose[1]), NONE, *slots)
+            self._initial = (pose, self._task.room_of(pose[0], pose[1]), held, *slots)
         return self._initial
 
     def return_bound(self) -> float | None:

@@ -10,10 +10,18 @@ Anything the NAMO model cannot represent faithfully is refused with a named erro
 ignored, resized or clamped (an ignored obstacle is a collision): the scene must be in the
 planner's frame, its walls must be the model's walls (the room grid, one doorway of the
 model's width between two rooms), every box must have the model's size and stand
-axis-aligned inside the map, and nothing may overlap a wall, a box, the robot's base or the
-goal. NAMO is planar: it reads x, y and yaw from each 3-D pose and refuses a tilted one. How
-far a scene may differ from its model is set by the tolerances below (the README's "What a
-scene must be" lists them).
+axis-aligned inside the map, at most five in a room (its slot variables) and none in the goal
+room, and nothing may overlap a wall, a box, the robot's base or the goal.
+
+A scene may show a task partway through: the robot in any room from which a chain of
+doorways leads to the goal's, boxes wherever they were put down, and at most one box in the
+gripper, lifted where the robot carries one (:func:`~camp_planner.sim.carry.hold_point`,
+square to the base). The task it becomes starts there (``NamoTask.held``); a box off the
+floor anywhere else is refused.
+
+NAMO is planar: it reads x, y and yaw from each 3-D pose and refuses a tilted one. How far a
+scene may differ from its model is set by the tolerances below (the README's "What a scene
+must be" lists them).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from camp_planner.domains.namo.world import (
     NamoTask,
     Rect,
 )
+from camp_planner.sim.carry import hold_point
 
 WALL, BOX, GOAL = "wall", "box", "goal"
 GOAL_ID = "goal"
@@ -63,6 +72,11 @@ WALL_TOLERANCE = 0.025
 # made from a simulated state can show touching objects overlapping by about that much.
 # Generated tasks keep at least 4.5 mm between boxes and 5 cm between a box and a wall.
 OVERLAP_TOLERANCE = 1e-3
+# Metres a held box's centre may lie off where the gripper carries one: the gripper closes
+# on the box's top, so a box held askew by more would be carried where the model's is not.
+# Beyond HEIGHT_TOLERANCE above the floor a box counts as held.
+HOLD_TOLERANCE = 0.05
+Point = tuple[float, float]
 _SLIVER = 1e-9  # metres: narrower uncovered strips are rounding, not a missing wall
 
 
@@ -70,7 +84,8 @@ def scene_from_task(
     task: NamoTask, state: Sequence[Hashable] | None = None, frame_id: str = "map"
 ) -> Scene:
     """The scene a perfect perception stack would report for ``task`` in ``state`` (the
-    initial state if None): every wall segment, every box on the floor, the goal object."""
+    initial state if None): every wall segment, every box on the floor, a held box lifted in
+    the gripper (:func:`camp_planner.sim.carry.hold_point`), the goal object."""
     st = task.settings
     objects: list[SceneObject] = []
     for i, (x0, y0, x1, y1) in enumerate(task.walls()):
@@ -84,22 +99,20 @@ def scene_from_task(
             )
         )
     robot = task.start
-    positions = {b.name: (b.x, b.y) for b in task.boxes}
+    positions = {b.name: (b.x, b.y) for b in task.boxes if b.name != task.held}
+    held = task.held
     if state is not None:
         pose = state[0]
         assert isinstance(pose, tuple)
         robot = (float(pose[0]), float(pose[1]), float(pose[2]))
         positions = {}
+        held = ""
         for k, name in enumerate(layout(st.grid).slot_names):
             value = state[N_FIXED + k]
             if isinstance(value, tuple):
                 positions[name] = (float(value[0]), float(value[1]))
             elif value == HELD:
-                ahead = 0.5
-                positions[name] = (
-                    robot[0] + ahead * math.cos(robot[2]),
-                    robot[1] + ahead * math.sin(robot[2]),
-                )
+                held = name
     for name, (x, y) in sorted(positions.items()):
         objects.append(
             SceneObject(
@@ -109,6 +122,19 @@ def scene_from_task(
                 st.box_size,
                 True,
                 str(task.room_of(x, y)),
+            )
+        )
+    if held:
+        # Lifted in the gripper, turned with the base: what a camera sees of a held box.
+        hx, hy, hz = hold_point(robot, st.box_size[2])
+        objects.append(
+            SceneObject(
+                held,
+                BOX,
+                Pose.planar(hx, hy, robot[2], hz),
+                st.box_size,
+                True,
+                str(task.room_of(hx, hy)),
             )
         )
     gx, gy = task.goal
@@ -516,12 +542,7 @@ def task_from_scene(
         raise ServiceError(ErrorCode.INVALID_SCENE, "the scene has no walls: the map is missing")
     model = _wall_model(walls, st)
     skeleton = NamoTask(task_id, 0, model.doors, (), (rx, ry, ryaw), (0.0, 0.0), st)
-    if skeleton.room_of(rx, ry) != st.start_room:
-        raise ServiceError(
-            ErrorCode.INVALID_SCENE,
-            f"the NAMO model expects the robot in room {st.start_room}, not "
-            f"{skeleton.room_of(rx, ry)}",
-        )
+    robot_room = skeleton.room_of(rx, ry)
     if scene.goal_object_id:
         goal_obj = scene.object(scene.goal_object_id)
         goal = (goal_obj.pose.x, goal_obj.pose.y)
@@ -536,23 +557,33 @@ def task_from_scene(
             f"the NAMO model expects the goal in room {st.goal_room}, "
             f"not {skeleton.room_of(*goal)}",
         )
-    if not _connected(skeleton.door_graph(), st.start_room, st.goal_room):
+    if not _connected(skeleton.door_graph(), robot_room, st.goal_room):
         raise ServiceError(
             ErrorCode.UNREACHABLE_GOAL, "no chain of doorways joins the robot's room to the goal's"
         )
     if model.mismatch:
         raise ServiceError(ErrorCode.INVALID_SCENE, model.mismatch)
     boxes: list[tuple[_Flat, Rect]] = []
-    for obj in objects:
+    held: _Flat | None = None
+    for obj, seen in zip(objects, scene.objects, strict=True):
         if obj.id == scene.goal_object_id:
             _check_goal_object(obj, st)
         elif obj.object_class == BOX and obj.movable:
-            boxes.append((obj, _box_rect(obj, st)))
+            if seen.pose.z - seen.size[2] / 2 <= HEIGHT_TOLERANCE:
+                boxes.append((obj, _box_rect(obj, st)))
+                continue
+            if held is not None:
+                raise ServiceError(
+                    ErrorCode.INVALID_SCENE,
+                    f"objects '{held.id}' and '{obj.id}' are both off the floor; the model's "
+                    "robot holds at most one box",
+                )
+            held = _held_box(obj, seen.pose.z, robot, st)
         elif obj.object_class != WALL:
             raise _no_such_object(obj)
-    _check_overlaps(model, boxes, robot, goal, st)
+    _check_overlaps(model, boxes, robot, goal, st, held)
     by_room: dict[int, list[_Flat]] = {}
-    for obj, _ in boxes:
+    for obj in [o for o, _ in boxes] + ([held] if held is not None else []):
         by_room.setdefault(skeleton.room_of(obj.pose[0], obj.pose[1]), []).append(obj)
     task_boxes: list[Box] = []
     slot_of: dict[str, str] = {}
@@ -566,8 +597,9 @@ def task_from_scene(
         if len(objs) > SLOTS_PER_ROOM:
             raise ServiceError(
                 ErrorCode.INVALID_SCENE,
-                f"room {room} holds {len(objs)} boxes; the model has {SLOTS_PER_ROOM} slots "
-                "per room",
+                f"room {room} holds {len(objs)} boxes; the model has {SLOTS_PER_ROOM} box slots "
+                "per room (a room filled past them, by boxes moved into it, has no state of "
+                "the model)",
             )
         free = [f"box_r{room}_{k}" for k in range(SLOTS_PER_ROOM)]
         # Keep an id that already is this room's slot name, so simulated scenes round-trip.
@@ -576,8 +608,47 @@ def task_from_scene(
             free.remove(name)
             slot_of[obj.id] = name
             task_boxes.append(Box(name, room, obj.pose[0], obj.pose[1]))
-    task = NamoTask(task_id, 0, model.doors, tuple(task_boxes), (rx, ry, ryaw), goal, st)
+    task = NamoTask(
+        task_id,
+        0,
+        model.doors,
+        tuple(task_boxes),
+        (rx, ry, ryaw),
+        goal,
+        st,
+        "" if held is None else slot_of[held.id],
+    )
     return task, slot_of
+
+
+def _held_box(obj: _Flat, z: float, robot: Pose2, st: NamoSettings) -> _Flat:
+    """Box ``obj``, its centre at height ``z`` off the floor, as the box the robot holds: it
+    must be where the gripper carries one (:func:`~camp_planner.sim.carry.hold_point`, within
+    HOLD_TOLERANCE), turned with the base (within AXIS_TOLERANCE of a right angle to it) and
+    of the model's size. The model has no box anywhere else off the floor (on another box,
+    tipped onto a ledge, in a gripper that holds it otherwise)."""
+    x, y, yaw = obj.pose
+    # Its size first, as for a box on the floor (the model's boxes are square, so its turn
+    # does not matter here).
+    _box_rect(_Flat(obj.id, obj.object_class, (x, y, 0.0), obj.size, True), st)
+    hx, hy, hz = hold_point(robot, st.box_size[2])
+    if math.dist((x, y, z), (hx, hy, hz)) > HOLD_TOLERANCE:
+        raise ServiceError(
+            ErrorCode.INVALID_SCENE,
+            f"object '{obj.id}' at ({_m(x)}, {_m(y)}), its bottom {_m(z - obj.size[2] / 2)} m "
+            f"off the floor, is neither on the floor nor in the robot's gripper: the model's "
+            f"robot carries a box with its centre at ({hx:.2f}, {hy:.2f}, {hz:.2f}) for this "
+            f"base pose (± {HOLD_TOLERANCE:.2f} m)",
+        )
+    off, _ = _off_axis(yaw - robot[2])
+    if off > AXIS_TOLERANCE:
+        raise ServiceError(
+            ErrorCode.INVALID_SCENE,
+            f"the held box '{obj.id}' is turned {math.degrees(off):.1f}° against the robot; "
+            f"the model's robot holds a box square to its base (± "
+            f"{math.degrees(AXIS_TOLERANCE):.0f}°)",
+        )
+    return _Flat(obj.id, obj.object_class, (hx, hy, robot[2]), st.box_size, True)
 
 
 def _no_such_object(obj: _Flat) -> ServiceError:
@@ -606,12 +677,14 @@ def _check_overlaps(
     robot: Pose2,
     goal: tuple[float, float],
     st: NamoSettings,
+    held: _Flat | None = None,
 ) -> None:
-    """Refuse a scene in which the robot's base, the goal object or a box overlaps a wall
-    (the scene's or the model's, which agree within WALL_TOLERANCE), or one another, by more
-    than OVERLAP_TOLERANCE: the model has no such state, and a planner started from one is
-    stuck or drives through. The robot's footprint is its base's square at its yaw (the
-    tucked arm stays inside it: its links reach 0.28 m from the base's centre)."""
+    """Refuse a scene in which the robot's base, the box it holds, the goal object or a box
+    overlaps a wall (the scene's or the model's, which agree within WALL_TOLERANCE), or one
+    another, by more than OVERLAP_TOLERANCE: the model has no such state, and a planner
+    started from one is stuck or drives through. The robot's footprint is its base's square
+    at its yaw (the tucked arm stays inside it: its links reach 0.28 m from the base's
+    centre); a held box is a square turned with the base, part of the robot."""
     index = walls.obstacles
     half = st.base_half_extent
     rx, ry = robot[0], robot[1]
@@ -650,6 +723,8 @@ def _check_overlaps(
             raise ServiceError(
                 ErrorCode.UNREACHABLE_GOAL, f"the goal at ({gx:.2f}, {gy:.2f}) lies in {where}"
             )
+    if held is not None:
+        _check_held(held, st, walls, boxes, goal)
     # Boxes by their left edge: each is compared only with those that start before it ends.
     ordered = sorted(boxes, key=lambda b: (b[1][0], b[0].id))
     for i, (a, ra) in enumerate(ordered):
@@ -662,6 +737,28 @@ def _check_overlaps(
                     f"objects '{a.id}' at ({a.pose[0]:.2f}, {a.pose[1]:.2f}) and '{b.id}' at "
                     f"({b.pose[0]:.2f}, {b.pose[1]:.2f}) overlap",
                 )
+
+
+def _check_held(
+    held: _Flat, st: NamoSettings, walls: _Walls, boxes: list[tuple[_Flat, Rect]], goal: Point
+) -> None:
+    """Refuse a held box that overlaps a wall, a box on the floor or the goal object. The
+    model's boxes are squares, so the held one is checked exactly as a square at the base's
+    heading (its half side the larger of the box's)."""
+    half = max(st.box_size[0], st.box_size[1]) / 2
+    cover = _cover(held)
+    where = f"the held box '{held.id}' at ({held.pose[0]:.2f}, {held.pose[1]:.2f})"
+    for k in walls.obstacles.near(cover):
+        if _base_overlap(walls.obstacles.rects[k], held.pose, half) > OVERLAP_TOLERANCE:
+            raise ServiceError(ErrorCode.INVALID_SCENE, f"{where} overlaps {walls.name(k)}")
+    for obj, rect in boxes:
+        if _base_overlap(rect, held.pose, half) > OVERLAP_TOLERANCE:
+            raise ServiceError(
+                ErrorCode.INVALID_SCENE,
+                f"{where} overlaps object '{obj.id}' at ({obj.pose[0]:.2f}, {obj.pose[1]:.2f})",
+            )
+    if _disc_overlap(cover, goal[0], goal[1], st.goal_radius) > OVERLAP_TOLERANCE:
+        raise ServiceError(ErrorCode.UNREACHABLE_GOAL, f"the goal lies in {where}")
 
 
 def _connected(graph: dict[int, set[int]], a: int, b: int) -> bool:

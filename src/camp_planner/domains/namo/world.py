@@ -3,7 +3,8 @@ otherwise) with movable boxes, as pure geometry.
 
 Metres, x to the right and y up; with ``G`` rooms per side, room ``row * G + col`` spans
 ``[col·S, (col+1)·S] × [row·S, (row+1)·S]`` for room size ``S``, so the robot starts in room 0
-(bottom left) and the goal object stands in room ``G² − 1`` (top right). Walls are
+(bottom left) and the goal object stands in room ``G² − 1`` (top right); a task read from a
+scene may start the robot anywhere (``NamoTask.held``). Walls are
 axis-aligned rectangles with doorways; boxes stand in per-room slots, one slot in front of
 every doorway of the room (so boxes really block passages) and the rest spread over the floor.
 Everything here is plain data, shared by the simulator scene (``domains/namo/scene.py``), the
@@ -95,7 +96,12 @@ class Box:
 
 @dataclass(frozen=True)
 class NamoTask:
-    """One NAMO task: layout, boxes, robot start and goal object."""
+    """One NAMO task: layout, boxes, robot start and goal object.
+
+    A generated task starts in room 0 with empty hands; a task read from a scene of a robot
+    partway through (``scene_io``) starts where that robot is, in any room, with boxes
+    wherever they were put and possibly one box in its hand: ``held`` names that box (one of
+    ``boxes``, whose x and y are then where it is carried), "" for none."""
 
     task_id: int
     seed: int
@@ -104,6 +110,13 @@ class NamoTask:
     start: Pose2D
     goal: tuple[float, float]
     settings: NamoSettings = field(default_factory=NamoSettings)
+    held: str = ""
+
+    def __post_init__(self) -> None:
+        if self.held and all(b.name != self.held for b in self.boxes):
+            raise ValueError(
+                f"task {self.task_id} holds '{self.held}', which is not one of its boxes"
+            )
 
     def room_of(self, x: float, y: float) -> int:
         """The room containing point (x, y), clamped to the grid."""

@@ -23,7 +23,7 @@ from camp_planner.domains.namo.tamp.motion import MotionPlanning
 from camp_planner.domains.namo.world import Pose2D
 from camp_planner.motion.ompl_se2 import MotionResult
 from camp_planner.planners.tamp import Refinement
-from camp_planner.sim.floor_scene import HOLD_AHEAD
+from camp_planner.sim.carry import HOLD_AHEAD
 
 TARGET_SAMPLES = 6
 RELAXED_TRIES = 3
