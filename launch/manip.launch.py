@@ -15,21 +15,25 @@ from __future__ import annotations
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition
+from launch.launch_context import LaunchContext
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 
+from camp_planner.ros.launch_system import launch_nodes
 from launch import LaunchDescription
 
 NODES = ("tamp_server", "camp_planner", "manip_sim")
-MANAGED = ("tamp_server", "camp_planner")  # lifecycle nodes, in bring-up order
+
+
+def _nodes(context: LaunchContext) -> list[Node]:
+    """The system's nodes and its lifecycle manager (``camp_planner.ros.launch_system``)."""
+    return launch_nodes(context, NODES)
 
 
 def generate_launch_description() -> LaunchDescription:
     share = get_package_share_directory("camp_planner")
-    params = LaunchConfiguration("params_file")
     actions = [
         DeclareLaunchArgument(
             "params_file",
@@ -44,33 +48,8 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument(
             "use_sim_time", default_value="false", description="read time from /clock"
         ),
+        OpaqueFunction(function=_nodes),
     ]
-    sim_time = {
-        "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)
-    }
-    for name in NODES:
-        actions.append(
-            Node(
-                package="camp_planner",
-                executable=name,
-                name=name,
-                namespace=LaunchConfiguration("namespace"),
-                parameters=[params, sim_time],
-                output="screen",
-                emulate_tty=True,
-            )
-        )
-    # Configures and activates the managed nodes (tamp_server, then camp_planner).
-    actions.append(
-        Node(
-            package="camp_planner",
-            executable="camp_lifecycle_manager",
-            name="camp_lifecycle_manager",
-            namespace=LaunchConfiguration("namespace"),
-            parameters=[{"node_names": list(MANAGED), "autostart": True}, sim_time],
-            output="screen",
-        )
-    )
     actions.append(
         DeclareLaunchArgument(
             "rviz",

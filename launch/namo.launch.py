@@ -23,47 +23,19 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
+from camp_planner.ros.launch_system import launch_nodes
 from launch import LaunchDescription
 
 NODES = ("tamp_server", "camp_planner", "namo_sim")
-MANAGED = ("tamp_server", "camp_planner")  # lifecycle nodes, in bring-up order
 
 
 def _nodes(context: LaunchContext) -> list[Node]:
-    """The nodes, with ``world`` over the parameter file only when the argument is given: an
-    empty override would hide a ``world`` the file sets."""
+    """The system's nodes and its lifecycle manager (``camp_planner.ros.launch_system``),
+    with ``world`` over the parameter file only when the argument is given: an empty
+    override would hide a ``world`` the file sets."""
     world = LaunchConfiguration("world").perform(context)
     overrides = [{"world": ParameterValue(world, value_type=str)}] if world else []
-    return [*_system(overrides)]
-
-
-def _system(overrides: list[dict[str, ParameterValue]]) -> list[Node]:
-    """Every node of the system in the launch's namespace, and the lifecycle manager that
-    configures and activates the managed ones (tamp_server, then camp_planner)."""
-    sim_time = {
-        "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)
-    }
-    nodes = [
-        Node(
-            package="camp_planner",
-            executable=name,
-            name=name,
-            namespace=LaunchConfiguration("namespace"),
-            parameters=[LaunchConfiguration("params_file"), sim_time, *overrides],
-            output="screen",
-            emulate_tty=True,
-        )
-        for name in NODES
-    ]
-    manager = Node(
-        package="camp_planner",
-        executable="camp_lifecycle_manager",
-        name="camp_lifecycle_manager",
-        namespace=LaunchConfiguration("namespace"),
-        parameters=[{"node_names": list(MANAGED), "autostart": True}, sim_time],
-        output="screen",
-    )
-    return [*nodes, manager]
+    return launch_nodes(context, NODES, overrides)
 
 
 def generate_launch_description() -> LaunchDescription:

@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "ros": 7,
     "cli": 7,
     "csi_command": 7,
+    "scene_command": 7,
 }
 
 MAX_MODULE_LINES = 800

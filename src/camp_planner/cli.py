@@ -28,6 +28,7 @@ from camp_planner.progress import progress_bar
 from camp_planner.ros.cli import add_parsers as add_ros_parsers
 from camp_planner.ros.cli import run as run_ros
 from camp_planner.runtime.selection import RULES
+from camp_planner.scene_command import add_scene_parser, scene_command
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 # Imported inside the commands that need them, because they load torch (about 2 s), which
@@ -179,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     _workers_arg(p)
     p.add_argument("--json", action="store_true", help="print a JSON summary")
 
+    add_scene_parser(sub, _common)
+
     p = sub.add_parser("select", help="rank contexts for a task with a trained selector bundle")
     _common(p)
     p.add_argument(
@@ -272,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "plan": _plan,
             "train": _train,
             "select": _select,
+            "scene": lambda a: scene_command(a, _pipeline(a)),
             "eval": _eval,
             "sweep": _sweep,
             "demo": _demo,

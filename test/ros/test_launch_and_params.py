@@ -47,13 +47,8 @@ def test_bad_parameter_files_get_a_clear_error(
     assert "no parameter file" in capsys.readouterr().err
 
 
-@pytest.mark.ros
-@pytest.mark.pybullet
-@pytest.mark.fast_downward
-@pytest.mark.slow
-def test_bringup_once_runs_the_composed_system_to_the_goal(
-    namo_tiny: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _tiny_params(namo_tiny: tuple[Path, Path], tmp_path: Path) -> Path:
+    """The shipped NAMO parameter file pointed at the tiny configuration and its bundle."""
     config, bundle = namo_tiny
     params = yaml.safe_load((ROOT / "config" / "ros" / "namo_params.yaml").read_text())
     for block in params.values():
@@ -66,6 +61,17 @@ def test_bringup_once_runs_the_composed_system_to_the_goal(
     params["namo_sim"]["ros__parameters"]["split"] = "test"  # the tiny config has 2 train tasks
     path = tmp_path / "namo.yaml"
     path.write_text(yaml.safe_dump(params))
+    return path
+
+
+@pytest.mark.ros
+@pytest.mark.pybullet
+@pytest.mark.fast_downward
+@pytest.mark.slow
+def test_bringup_once_runs_the_composed_system_to_the_goal(
+    namo_tiny: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _tiny_params(namo_tiny, tmp_path)
     assert (
         main(["bringup", "namo", "--params", str(path), "--once", "--task", "4", "--wait", "300"])
         == 0
@@ -117,3 +123,57 @@ def test_the_rviz_config_shows_the_topics_and_frame_the_nodes_use(system: str) -
     assert drawn == set(markers["Namespaces"])
     launch = (ROOT / "launch" / f"{system}.launch.py").read_text()
     assert f'"{system}.rviz"' in launch and '"rviz"' in launch
+
+
+@pytest.mark.ros
+@pytest.mark.pybullet
+@pytest.mark.fast_downward
+@pytest.mark.slow
+def test_two_namespaced_systems_run_side_by_side_each_to_its_goal(
+    namo_tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Two bring-ups in one ROS domain, under robot1 and robot2: each serves its own
+    select_context and topics, nothing sits at the root, and each reaches its goal."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import rclpy
+
+    path = _tiny_params(namo_tiny, tmp_path)
+    runs = {
+        ns: subprocess.Popen(
+            [sys.executable, "-m", "camp_planner.cli", "bringup", "namo", "--params", str(path)]
+            + ["--once", "--task", task, "--wait", "300", "--namespace", ns],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=dict(os.environ),
+        )
+        for ns, task in (("robot1", "4"), ("robot2", "0"))
+    }
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("namespace_test_observer", context=context)
+    seen: set[str] = set()
+    try:
+        deadline = time.monotonic() + 240.0
+        wanted = {f"/{ns}/select_context" for ns in runs}
+        while time.monotonic() < deadline and not wanted <= seen:
+            seen |= {name for name, _ in node.get_service_names_and_types()}
+            seen |= {name for name, _ in node.get_topic_names_and_types()}
+            time.sleep(0.5)
+        outputs = {ns: run.communicate(timeout=400)[0] for ns, run in runs.items()}
+    finally:
+        for run in runs.values():
+            if run.poll() is None:
+                run.kill()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+    assert wanted <= seen, sorted(seen)
+    assert {"/robot1/camp/plan", "/robot2/camp/plan", "/robot1/camp/scene"} <= seen
+    assert not {"/select_context", "/camp/plan", "/camp/scene", "/plan"} & seen
+    for ns, out in outputs.items():
+        assert runs[ns].returncode == 0, out[-3000:]
+        assert "goal reached: True" in out and f"namespace /{ns}" in out

@@ -258,3 +258,64 @@ def test_a_burst_of_selections_is_answered_or_refused_by_name_none_dropped(
         SelectContext.Response.ERROR_NONE,
         SelectContext.Response.ERROR_BUSY,
     }
+
+
+def _fill(msg: Any, data: dict[str, Any]) -> None:
+    """Set ``msg``'s fields from ``data`` the way ``ros2 service call`` does (its
+    rosidl_runtime_py.set_message_fields, not installable here): nested mappings fill nested
+    messages, lists of mappings fill sequences of messages; a key that is no field fails."""
+    import importlib
+
+    slots = dict(zip(msg.get_fields_and_field_types(), type(msg).SLOT_TYPES, strict=True))
+    for key, value in data.items():
+        assert key in slots, f"{type(msg).__name__} has no field {key!r}"
+        if isinstance(value, dict):
+            _fill(getattr(msg, key), value)
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            kind = slots[key].value_type
+            cls = getattr(importlib.import_module(".".join(kind.namespaces)), kind.name)
+            items = []
+            for item in value:
+                made = cls()
+                _fill(made, item)
+                items.append(made)
+            setattr(msg, key, items)
+        else:
+            setattr(msg, key, value)
+
+
+@pytest.mark.pybullet
+def test_a_scene_file_is_a_select_context_request_and_a_camp_ros_scene(
+    rig: Rig, namo_tiny: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The docs' example: `camp scene --request` writes what `ros2 service call
+    /select_context camp_msgs/srv/SelectContext "$(cat request.yaml)"` sends, and `camp ros
+    select-context --scene` reads the same file."""
+    import json
+
+    import yaml
+    from lifecycle_msgs.msg import Transition
+
+    from camp_msgs.srv import SelectContext
+    from camp_planner.cli import main
+
+    config, bundle = namo_tiny
+    _planner(rig, tmp_path, selector_bundle=str(bundle), config_file=str(config))
+    for transition in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
+        assert rig.change("camp_planner", transition)
+    request_file = tmp_path / "request.yaml"
+    args = ["--domain", "namo", "--config", str(config), "--task", "1"]
+    assert main(["scene", *args, "--request", "--out", str(request_file)]) == 0
+    request = SelectContext.Request()
+    _fill(request, yaml.safe_load(request_file.read_text()))
+    answer = rig.call(SelectContext, "/select_context", request)
+    assert answer.success, answer.error_message
+    capsys.readouterr()
+    assert main(["ros", "select-context", "--scene", str(request_file), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["success"] and said["context"]["id"] == answer.context.id
+    # A broken file is refused before anything is sent, naming the field.
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(request_file.read_text().replace("movable: false", "movable: maybe", 1))
+    assert main(["ros", "select-context", "--scene", str(broken)]) == 2
+    assert "movable: expected true or false" in capsys.readouterr().err

@@ -111,7 +111,7 @@ def test_a_racing_server_plans_answers_a_cancel_and_leaves_no_worker(tmp_path: P
         f"    artifacts: {tmp_path / 'artifacts'}\n    timeout_grace_s: 5.0\n    race: 1\n"
     )
     pipe = Pipeline.create("namo", None, tmp_path / "artifacts")
-    (server,) = start_processes(params, ["tamp_server"])
+    server, manager = start_processes(params, ["tamp_server"])
     client = CampClient("race_test_client")
     try:
         result = _first_plan(client, scene_to_msg(scene_from_task(pipe.task("test", 0))))
@@ -131,7 +131,7 @@ def test_a_racing_server_plans_answers_a_cancel_and_leaves_no_worker(tmp_path: P
         workers |= _children(server.pid)
     finally:
         client.close()
-        stop_processes([server])
+        stop_processes([server, manager])
     assert server.returncode in (0, -2, 130)
     deadline = time.monotonic() + 10.0
     while not all(_gone(pid) for pid in workers) and time.monotonic() < deadline:

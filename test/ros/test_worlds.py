@@ -240,8 +240,8 @@ class _LaunchConfiguration(_Recorder):
         return context[self.args[0]]
 
 
-def _launch_description(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """launch/namo.launch.py's description, built against stand-ins for the launch packages
+def _launch_description(monkeypatch: pytest.MonkeyPatch, system: str = "namo") -> Any:
+    """launch/<system>.launch.py's description, built against stand-ins for the launch packages
     (not installable here: ros2-from-pypi notes)."""
     stubs = {
         "launch": {"LaunchDescription": _Recorder},
@@ -259,7 +259,11 @@ def _launch_description(monkeypatch: pytest.MonkeyPatch) -> Any:
         module = types.ModuleType(name)
         module.__dict__.update(attrs)
         monkeypatch.setitem(sys.modules, name, module)
-    spec = importlib.util.spec_from_file_location("namo_launch", ROOT / "launch" / "namo.launch.py")
+    # Imported afresh against these stand-ins, and forgotten afterwards.
+    monkeypatch.delitem(sys.modules, "camp_planner.ros.launch_system", raising=False)
+    spec = importlib.util.spec_from_file_location(
+        f"{system}_launch", ROOT / "launch" / f"{system}.launch.py"
+    )
     assert spec is not None and spec.loader is not None
     launch = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(launch)
@@ -274,19 +278,45 @@ def test_the_launch_file_passes_world_to_every_node_only_when_given(
     assert declared["world"]["default_value"] == ""
     assert "grid10" in declared["world"]["description"]
     (opaque,) = [a for a in actions if "function" in a.kwargs]
-    context = {"params_file": "/share/p.yaml"}
+    context = {"params_file": "/share/p.yaml", "namespace": ""}
     for world in ("", "grid10"):
-        nodes = opaque.kwargs["function"]({**context, "world": world})
-        assert [n.kwargs["name"] for n in nodes] == ["tamp_server", "camp_planner", "namo_sim"]
+        nodes = opaque.kwargs["function"]({**context, "world": world})[:-1]
         for node in nodes:
-            file, *overrides = node.kwargs["parameters"]
-            assert file.args == ("params_file",)
+            file, _, *overrides = node.kwargs["parameters"]
+            assert file == "/share/p.yaml"
             if not world:  # an empty override would hide a world the file sets
                 assert overrides == []
                 continue
             ((name, value),) = overrides[0].items()
             assert name == "world" and value.args == ("grid10",)
             assert value.kwargs == {"value_type": str}  # "10" must not become an integer
+
+
+@pytest.mark.parametrize("system", ["namo", "manip"])
+def test_the_launch_files_run_the_system_and_its_manager_in_the_namespace_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, system: str
+) -> None:
+    (actions,) = _launch_description(monkeypatch, system).args
+    declared = {a.args[0]: a.kwargs for a in actions if "default_value" in a.kwargs}
+    assert declared["namespace"]["default_value"] == ""
+    assert declared["use_sim_time"]["default_value"] == "false"
+    (opaque,) = [a for a in actions if "function" in a.kwargs]
+    given = tmp_path / "p.yaml"
+    given.write_text("camp_planner:\n  ros__parameters: {timeout_s: 5.0}\n")
+    context = {"params_file": str(given), "namespace": "robot1", "world": ""}
+    *nodes, manager = opaque.kwargs["function"](context)
+    assert [n.kwargs["name"] for n in nodes] == ["tamp_server", "camp_planner", f"{system}_sim"]
+    # The managed nodes are brought up by the manager, in the same namespace.
+    assert manager.kwargs["executable"] == "camp_lifecycle_manager"
+    assert manager.kwargs["parameters"][0]["node_names"] == ["tamp_server", "camp_planner"]
+    assert {n.kwargs["namespace"] for n in [*nodes, manager]} == {"robot1"}
+    for node in nodes:
+        file, sim_time = node.kwargs["parameters"][:2]
+        # A bare node name matches only at the root: the nodes read a namespaced copy.
+        assert yaml.safe_load(Path(file).read_text()) == {
+            "/robot1/camp_planner": {"ros__parameters": {"timeout_s": 5.0}}
+        }
+        assert sim_time["use_sim_time"].args[0].args == ("use_sim_time",)
 
 
 # --- end to end -----------------------------------------------------------------------------

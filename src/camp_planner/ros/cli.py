@@ -17,6 +17,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ import yaml
 
 from camp_planner.core.errors import CampError
 from camp_planner.domains import get_plugin, plugin_domains
+from camp_planner.domains.interface.errors import ServiceError
 from camp_planner.ros.worlds import WORLDS, check_world, describe_worlds
 
 PARAMS = "config/ros/{system}_params.yaml"  # a system's ROS parameters (--params' default)
@@ -95,6 +97,12 @@ def add_parsers(sub: Any) -> None:
         )
         q.add_argument("--task", type=int, default=0, help="task index")
         q.add_argument("--split", choices=("train", "test"), default="test")
+        q.add_argument(
+            "--scene",
+            type=Path,
+            help="a scene file (`camp scene` writes one; your robot's own) instead of --task",
+        )
+        q.add_argument("--namespace", default="", help="the nodes' namespace (e.g. robot1)")
         q.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for an answer")
         q.add_argument("--json", action="store_true", help="print JSON")
         if name == "select-context":
@@ -118,6 +126,14 @@ def _scene_msg(args: argparse.Namespace) -> Any:
     from camp_planner.ros.convert import scene_to_msg
     from camp_planner.workflow import Pipeline
 
+    if getattr(args, "scene", None) is not None:
+        from camp_planner.domains.interface.scene_file import read_scene_file
+
+        try:
+            return scene_to_msg(read_scene_file(args.scene))
+        except ServiceError as exc:
+            raise CampError(f"--scene {exc.message}") from None
+
     config = config_path(args.domain, args.world, str(args.config or ""))
     pipe = Pipeline.create(args.domain, config, Path("artifacts"))
     task = pipe.task(args.split, args.task)
@@ -132,9 +148,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _ros(args: argparse.Namespace) -> int:
+    import rclpy
+
     from camp_planner.ros.client import CampClient, ClientError
 
     scene = _scene_msg(args)
+    if args.namespace:
+        rclpy.init(args=["--ros-args", "-r", f"__ns:={_namespace(args.namespace)}"])
     client = CampClient()
     try:
         if args.ros_command == "select-context":
@@ -197,7 +217,8 @@ def _ros(args: argparse.Namespace) -> int:
             _print(plan_summary(r), args.json)
             return 0 if r.success else 1
         client.publish_scene(scene)
-        print(f"published {args.split} task {args.task} on camp/scene")
+        what = args.scene or f"{args.split} task {args.task}"
+        print(f"published {what} on camp/scene")
         if args.wait_execution:
             report = client.wait_for_execution(args.timeout)
             _print(
@@ -216,6 +237,8 @@ def _ros(args: argparse.Namespace) -> int:
         raise CampError(str(exc)) from exc
     finally:
         client.close()
+        if args.namespace:
+            rclpy.try_shutdown()
 
 
 def plan_summary(result: Any) -> dict[str, Any]:
@@ -259,7 +282,7 @@ def _bringup(args: argparse.Namespace) -> int:
         stop_processes,
         system_nodes,
     )
-    from camp_planner.ros.common import resolve_path
+    from camp_planner.ros.common import params_for_namespace, resolve_path
 
     given = args.params if args.params is not None else Path(PARAMS.format(system=args.system))
     params = resolve_path(given)
@@ -277,6 +300,8 @@ def _bringup(args: argparse.Namespace) -> int:
         overrides += ["-r", f"__ns:={_namespace(args.namespace)}"]
     if args.use_sim_time:
         overrides += ["-p", "use_sim_time:=true"]
+    if args.namespace:
+        params = params_for_namespace(params, args.namespace, Path(tempfile.mkdtemp()))
     ros_args = ["--ros-args", "--params-file", str(params), *overrides]
     if args.task is not None:
         ros_args += ["-p", f"{sim}:task_index:={args.task}"]

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import CallbackGroup
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -198,3 +199,24 @@ def service_params(node: Node) -> dict[str, Any]:
         "planner": str(node.get_parameter("planner").value),
         "frame_id": str(node.get_parameter("frame_id").value),
     }
+
+
+def namespaced_params(data: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """A parameter file's blocks for nodes run under ``namespace``. ROS matches a block keyed
+    by a bare node name (``camp_planner``) only to that node at the root, so such a key
+    becomes ``/<namespace>/camp_planner``; absolute keys and wildcards (``/**``) are kept."""
+    ns = namespace.strip("/")
+    if not ns:
+        return data
+    return {(k if str(k).startswith("/") else f"/{ns}/{k}"): v for k, v in data.items()}
+
+
+def params_for_namespace(path: Path, namespace: str, folder: Path) -> Path:
+    """``path``, or when ``namespace`` is given its :func:`namespaced_params` copy written
+    into ``folder`` (what ``camp bringup --namespace`` and the launch files pass on)."""
+    if not namespace.strip("/"):
+        return path
+    data = yaml.safe_load(path.read_text()) or {}
+    out = folder / f"{namespace.strip('/').replace('/', '_')}_{path.name}"
+    out.write_text(yaml.safe_dump(namespaced_params(data, namespace), sort_keys=False))
+    return out

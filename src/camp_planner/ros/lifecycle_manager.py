@@ -31,6 +31,7 @@ from camp_planner.ros.common import DIAGNOSTICS_TOPIC
 # The managed nodes of every system, in the order they are configured and activated.
 MANAGED_NODES = ("tamp_server", "camp_planner")
 NAME = "camp_lifecycle_manager"
+ASK_AGAIN_S = 2.0  # seconds before an unanswered state question is asked again
 
 _LABELS = {
     Transition.TRANSITION_CONFIGURE: "configure",
@@ -113,22 +114,36 @@ class LifecycleManager(Node):
                     return False, why
         return True, ""
 
-    def state(self, name: str) -> str:
-        """``name``'s lifecycle state label ("" if it does not answer)."""
+    def state(self, name: str, timeout: float | None = None) -> str:
+        """``name``'s lifecycle state label ("" if it does not answer within ``timeout``,
+        by default ``transition_timeout_s``).
+
+        Asked again every :data:`ASK_AGAIN_S` until answered: a service the graph still
+        lists for a node that has gone (one run's node, the next run starting) takes the
+        question and never answers, and a node that has just started may not have matched
+        this client yet. Asking is harmless; a transition is not, so it is asked once, after
+        this has found the node answering."""
         client = self._get[name]
-        timeout = float(self.get_parameter("transition_timeout_s").value)
-        if not client.wait_for_service(timeout_sec=timeout):
-            return ""
-        response = self._wait(client.call_async(GetState.Request()), timeout)
-        return "" if response is None else str(response.current_state.label)
+        limit = (
+            float(self.get_parameter("transition_timeout_s").value) if timeout is None else timeout
+        )
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            if not client.wait_for_service(timeout_sec=max(0.0, deadline - time.monotonic())):
+                break
+            left = min(ASK_AGAIN_S, deadline - time.monotonic())
+            response = self._wait(client.call_async(GetState.Request()), left)
+            if response is not None:
+                return str(response.current_state.label)
+        return ""
 
     def transition(self, name: str, transition: int) -> tuple[bool, str]:
         """Ask ``name`` to take ``transition``: (True, "") or (False, why)."""
         label = _LABELS.get(transition, str(transition))
         timeout = float(self.get_parameter("transition_timeout_s").value)
         client = self._change[name]
-        if not client.wait_for_service(timeout_sec=timeout):
-            return False, f"{name} did not appear within {timeout:g} s (no {client.srv_name})"
+        if not self.state(name) or not client.wait_for_service(timeout_sec=timeout):
+            return False, f"{name} did not answer within {timeout:g} s (no {client.srv_name})"
         asked = time.monotonic()
         request = ChangeState.Request(transition=Transition(id=transition))
         response = self._wait(client.call_async(request), timeout)
