@@ -45,6 +45,7 @@ setup(
             "namo_sim = camp_planner.ros.namo_sim_node:main",
             "manip_sim = camp_planner.ros.manip_sim_node:main",
             "camp_lifecycle_manager = camp_planner.ros.lifecycle_manager:main",
+            "scene_adapter = camp_planner.ros.scene_adapter_node:main",
         ],
     },
 )

@@ -223,7 +223,8 @@ class CampPlannerNode(ManagedNode):
         except Exception as exc:  # a bug must not take the service down
             response.success, response.error_code = False, int(ErrorCode.INTERNAL)
             response.error_message = f"{exc.__class__.__name__}: {exc}"
-        self.errors[f"select_{ErrorCode(response.error_code).name.lower()}"] += 1
+        if not response.success:
+            self.errors[f"select_{ErrorCode(response.error_code).name.lower()}"] += 1
         return response
 
     # --- parameters ---------------------------------------------------------------------------
@@ -245,6 +246,9 @@ class CampPlannerNode(ManagedNode):
         # ("Logger severity cannot be changed between calls").
         text = f"[{stage}] {message}"
         if level == Status.LEVEL_ERROR:
+            name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+            self.errors[name.lower()] += 1
+            self.facts["last_outcome"] = f"{name} ({stage}): {message}"
             self.get_logger().error(text)
         elif level == Status.LEVEL_WARN:
             self.get_logger().warning(text)
@@ -371,6 +375,8 @@ class CampPlannerNode(ManagedNode):
             else:
                 self.publish_markers(msg, task, planned, list(plan.dropped_objects), plan.base_path)
             times = ", ".join(f"{s.stage} {s.seconds:.2f} s" for s in plan.stage_times)
+            self.facts["last_outcome"] = f"OK: {len(plan.steps)} steps under {plan.context.id}"
+            self.facts["stage_times"] = times
             self.status(
                 "plan",
                 f"{len(plan.steps)} steps under {plan.context.description} "
