@@ -127,14 +127,23 @@ class Rig:
         self.env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.retired: list[subprocess.Popen[bytes]] = []
+        self.managers: list[subprocess.Popen[bytes]] = []
         for name in ("tamp_server", "camp_planner"):
             self.start(name)
         self.client = CampClient("stress_client")
 
     def start(self, name: str) -> None:
-        from camp_planner.ros.bringup import node_command
+        """Start node ``name`` and a lifecycle manager that configures and activates it (as
+        the launch file's does, and again after every restart)."""
+        from camp_planner.ros.bringup import manager_command, node_command
 
         self.procs[name] = subprocess.Popen(node_command(name, self.params), env=self.env)
+        self.managers.append(
+            subprocess.Popen(
+                manager_command([name], node_name=f"stress_manager_{len(self.managers)}"),
+                env=self.env,
+            )
+        )
 
     def kill(self, name: str, clean: bool = False) -> None:
         proc = self.procs.pop(name)
@@ -179,7 +188,7 @@ class Rig:
         from camp_planner.ros.bringup import stop_processes
 
         self.client.close()
-        stop_processes(list(self.procs.values()))
+        stop_processes([*self.procs.values(), *self.managers])
 
 
 def run_fault(rig: Rig, fault: str, hard: Any, easy: Any, timeout: float) -> dict[str, Any]:

@@ -207,18 +207,26 @@ def start_processes(
     commands = [node_command(n, params, overrides) for n in names]
     managed = [n for n in NODE_MODULES if n in names]
     if manage and managed:
-        commands.append(
-            [
-                sys.executable,
-                "-m",
-                MANAGER_MODULE,
-                "--ros-args",
-                *overrides,
-                "-p",
-                f"node_names:=[{','.join(managed)}]",
-            ]
-        )
+        commands.append(manager_command(managed, overrides))
     return [subprocess.Popen(command, env=env) for command in commands]
+
+
+def manager_command(
+    names: Sequence[str], overrides: Sequence[str] = (), node_name: str = ""
+) -> list[str]:
+    """The command of a ``camp_lifecycle_manager`` that brings up the managed nodes
+    ``names`` (as ``node_name``, when several run at once)."""
+    rename = ["-r", f"__node:={node_name}"] if node_name else []
+    return [
+        sys.executable,
+        "-m",
+        MANAGER_MODULE,
+        "--ros-args",
+        *overrides,
+        *rename,
+        "-p",
+        f"node_names:=[{','.join(names)}]",
+    ]
 
 
 def stop_processes(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 30.0) -> None:
