@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from camp_planner.core.errors import CampError
+from camp_planner.domains import get_domain
 from camp_planner.domains.base import Domain
 from camp_planner.domains.gridworld.world import ENEMY_ROOMS
 from camp_planner.planners.registry import planner_names
@@ -58,6 +59,13 @@ OPTIONAL: dict[str, Any] = {
     # Where compute is charged (λ > 0), a context still planning after a few seconds already
     # scores far below one that gives up at once, and planning it on only says how far.
     "label_timeout_s": 0.0,
+    # A NAMO floor plan (a world file: domains/namo/domain.py, docs/your-building.md): the
+    # room side, the fixed doorways, the start and goal rooms. The doors' null only gives
+    # the key; the room numbers' 0 only the type.
+    "world.room_size": 3.0,
+    "world.doors": None,
+    "world.start_room": 0,
+    "world.goal_room": 0,
 }
 
 
@@ -96,17 +104,9 @@ def load_config(domain: Domain, path: Path | None) -> dict[str, Any]:
     config = domain.default_config()
     if path is None:
         return config
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CampError(f"cannot read config file {path}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise CampError(f"config file {path} is not UTF-8 text (byte {exc.start})") from None
-    data = _parse_yaml(text, path)
+    data = _read_mapping(path)
     if data is None:
         return config
-    if not isinstance(data, Mapping):
-        raise CampError(f"config file {path} must hold a mapping at the top level")
     if "domain" in data and data["domain"] != domain.name:
         raise CampError(
             f"config file {path} is for domain {_show(data['domain'])}, not '{domain.name}'"
@@ -114,7 +114,45 @@ def load_config(domain: Domain, path: Path | None) -> dict[str, Any]:
     overrides = {k: v for k, v in data.items() if k != "domain"}
     merged = _merge(config, overrides, str(path), "")
     _check_values(merged, str(path))
+    try:
+        domain.check_config(merged)
+    except CampError as exc:
+        raise CampError(f"config file {path}: {exc}") from None
     return merged
+
+
+def load_world_file(path: Path) -> tuple[str, dict[str, Any]]:
+    """(the domain, the configuration) of a world file: a configuration whose ``domain`` key
+    names its domain and whose ``world`` section describes one fixed world of the user's
+    (NAMO: a floor plan, ``world.doors``), as ``camp train --world`` and the ROS ``world``
+    parameter take it."""
+    data = _read_mapping(path) or {}
+    name = data.get("domain")
+    if not isinstance(name, str):
+        raise CampError(f"world file {path} must name its domain (domain: namo)")
+    domain = get_domain(name)
+    config = load_config(domain, path)
+    if not domain.is_world_file(config):
+        raise CampError(
+            f"{path} is a {name} configuration, not a world file: a world file describes one "
+            "building (NAMO: world.doors, the floor plan's doorways; docs/your-building.md)"
+        )
+    return name, config
+
+
+def _read_mapping(path: Path) -> Mapping[str, Any] | None:
+    """The YAML mapping in ``path`` (None for an empty file); a :class:`CampError` naming
+    the file if it cannot be read or holds anything else."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CampError(f"cannot read config file {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise CampError(f"config file {path} is not UTF-8 text (byte {exc.start})") from None
+    data = _parse_yaml(text, path)
+    if data is not None and not isinstance(data, Mapping):
+        raise CampError(f"config file {path} must hold a mapping at the top level")
+    return data
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -161,7 +199,8 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any], path: str, prefix: str
     for key, value in over.items():
         dotted = f"{prefix}{key}"
         if key not in out and dotted not in OPTIONAL:
-            known = ", ".join(sorted(map(str, out)))
+            optional = (k[len(prefix) :] for k in OPTIONAL if k.startswith(prefix))
+            known = ", ".join(sorted({*map(str, out), *(k for k in optional if "." not in k)}))
             raise CampError(f"unknown setting {dotted!r} in {path}; known here: {known}")
         current = out[key] if key in out else OPTIONAL[dotted]
         if isinstance(current, dict):
@@ -306,6 +345,9 @@ _RULES: dict[str, _Rule] = {
     "world.door_width": _POSITIVE,
     "world.reach": _POSITIVE,
     "world.grid": _POSITIVE_COUNT,
+    "world.room_size": _POSITIVE,
+    "world.start_room": _COUNT,
+    "world.goal_room": _COUNT,
     "contexts.variables": _nullable(_NAMES),
     "contexts.values": _nullable(_list_of((_scalar, ""), "a list of values")),
     "contexts.required_values": _nullable(_list_of((_scalar, ""), "a list of values")),

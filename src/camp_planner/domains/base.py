@@ -107,6 +107,16 @@ class Domain(ABC):
         it besides the paper's (``shipped_bundle``'s ``world``), else None."""
         return None
 
+    def check_config(self, config: Mapping[str, Any]) -> None:
+        """Raise a :class:`CampError` naming what a merged configuration's settings cannot
+        hold together (each setting alone is checked by ``config.py``'s rules); by default,
+        nothing."""
+
+    def is_world_file(self, config: Mapping[str, Any]) -> bool:
+        """Whether ``config`` describes a fixed world of the user's (a world file: NAMO's
+        floor plan) rather than a distribution of drawn ones; none by default."""
+        return False
+
     def context_templates(self) -> Mapping[str, str]:
         """The template contexts the domain can instantiate (``contexts.templates``), each
         with a one-line description; none by default."""
