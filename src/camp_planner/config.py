@@ -140,6 +140,13 @@ def load_world_file(path: Path) -> tuple[str, dict[str, Any]]:
     return name, config
 
 
+def world_bundle(path: Path) -> Path:
+    """Where ``camp train --world FILE`` puts the selector bundle it trains for the world
+    file ``path``, and where the ROS nodes of ``world:=FILE`` look for it: beside the file,
+    with ``.pt`` (``building.yaml``: ``building.pt``), so that the two travel together."""
+    return Path(path).with_suffix(".pt")
+
+
 def _read_mapping(path: Path) -> Mapping[str, Any] | None:
     """The YAML mapping in ``path`` (None for an empty file); a :class:`CampError` naming
     the file if it cannot be read or holds anything else."""

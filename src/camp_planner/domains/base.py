@@ -111,6 +111,7 @@ class Domain(ABC):
         """Raise a :class:`CampError` naming what a merged configuration's settings cannot
         hold together (each setting alone is checked by ``config.py``'s rules); by default,
         nothing."""
+        return None
 
     def is_world_file(self, config: Mapping[str, Any]) -> bool:
         """Whether ``config`` describes a fixed world of the user's (a world file: NAMO's

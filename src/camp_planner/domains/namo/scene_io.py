@@ -465,8 +465,8 @@ class _Walls:
 @functools.lru_cache(maxsize=64)
 def _wall_model(objects: tuple[_Flat, ...], st: NamoSettings) -> _Walls:
     """The doorways of a scene's walls (a floor plan's own, given one), and whether the
-    walls the model rebuilds from them are the scene's. Cached: a robot sees the same walls in scene after scene, and this is
-    most of the cost of turning a scene into a task."""
+    walls the model rebuilds from them are the scene's. Cached: a robot sees the same walls
+    in scene after scene, and this is most of the cost of turning a scene into a task."""
     for obj in objects:
         if obj.movable:
             raise _no_such_object(obj)
