@@ -59,13 +59,6 @@ OPTIONAL: dict[str, Any] = {
     # Where compute is charged (λ > 0), a context still planning after a few seconds already
     # scores far below one that gives up at once, and planning it on only says how far.
     "label_timeout_s": 0.0,
-    # A NAMO floor plan (a world file: domains/namo/domain.py, docs/your-building.md): the
-    # room side, the fixed doorways, the start and goal rooms. The doors' null only gives
-    # the key; the room numbers' 0 only the type.
-    "world.room_size": 3.0,
-    "world.doors": None,
-    "world.start_room": 0,
-    "world.goal_room": 0,
 }
 
 
@@ -112,7 +105,8 @@ def load_config(domain: Domain, path: Path | None) -> dict[str, Any]:
             f"config file {path} is for domain {_show(data['domain'])}, not '{domain.name}'"
         )
     overrides = {k: v for k, v in data.items() if k != "domain"}
-    merged = _merge(config, overrides, str(path), "")
+    optional = {**OPTIONAL, **domain.optional_settings()}
+    merged = _merge(config, overrides, str(path), "", optional)
     _check_values(merged, str(path))
     try:
         domain.check_config(merged)
@@ -121,15 +115,17 @@ def load_config(domain: Domain, path: Path | None) -> dict[str, Any]:
     return merged
 
 
-def load_world_file(path: Path) -> tuple[str, dict[str, Any]]:
+def load_world_file(path: Path, domain_name: str | None = None) -> tuple[str, dict[str, Any]]:
     """(the domain, the configuration) of a world file: a configuration whose ``domain`` key
-    names its domain and whose ``world`` section describes one fixed world of the user's
-    (NAMO: a floor plan, ``world.doors``), as ``camp train --world`` and the ROS ``world``
-    parameter take it."""
+    names its domain (``domain_name``, if given) and whose ``world`` section describes one
+    fixed world of the user's (NAMO: a floor plan, ``world.doors``), as ``camp --world`` and
+    the ROS ``world`` parameter take it."""
     data = _read_mapping(path) or {}
     name = data.get("domain")
     if not isinstance(name, str):
         raise CampError(f"world file {path} must name its domain (domain: namo)")
+    if domain_name is not None and name != domain_name:
+        raise CampError(f"world file {path} is a {_show(name)} world, not {domain_name}")
     domain = get_domain(name)
     config = load_config(domain, path)
     if not domain.is_world_file(config):
@@ -201,15 +197,21 @@ def _parse_yaml(text: str, path: Path) -> Any:
         raise CampError(f"malformed YAML in {path}: {type(exc).__name__}: {exc}") from None
 
 
-def _merge(base: dict[str, Any], over: Mapping[str, Any], path: str, prefix: str) -> dict[str, Any]:
+def _merge(
+    base: dict[str, Any],
+    over: Mapping[str, Any],
+    path: str,
+    prefix: str,
+    optional: Mapping[str, Any],
+) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in over.items():
         dotted = f"{prefix}{key}"
-        if key not in out and dotted not in OPTIONAL:
-            optional = (k[len(prefix) :] for k in OPTIONAL if k.startswith(prefix))
-            known = ", ".join(sorted({*map(str, out), *(k for k in optional if "." not in k)}))
+        if key not in out and dotted not in optional:
+            extra = (k[len(prefix) :] for k in optional if k.startswith(prefix))
+            known = ", ".join(sorted({*map(str, out), *(k for k in extra if "." not in k)}))
             raise CampError(f"unknown setting {dotted!r} in {path}; known here: {known}")
-        current = out[key] if key in out else OPTIONAL[dotted]
+        current = out[key] if key in out else optional[dotted]
         if isinstance(current, dict):
             if not isinstance(value, Mapping):
                 raise CampError(f"setting {dotted!r} in {path} must be a mapping")
@@ -225,7 +227,7 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any], path: str, prefix: str
                     merged[name] = {**merged.get(name, {}), **settings}
                 out[key] = merged
             else:
-                out[key] = _merge(current, value, path, f"{dotted}.")
+                out[key] = _merge(current, value, path, f"{dotted}.", optional)
         elif (
             current is not None
             and not _same_kind(current, value)

@@ -107,6 +107,13 @@ class Domain(ABC):
         it besides the paper's (``shipped_bundle``'s ``world``), else None."""
         return None
 
+    def optional_settings(self) -> Mapping[str, Any]:
+        """Settings of this domain that a file may give although its defaults lack them, as
+        ``config.OPTIONAL`` (dotted key: the value, or the type, their absence means); kept
+        out of the defaults so that the configurations, and the cache keys hashed from them,
+        of files that do not give them stay as they were. None by default."""
+        return {}
+
     def check_config(self, config: Mapping[str, Any]) -> None:
         """Raise a :class:`CampError` naming what a merged configuration's settings cannot
         hold together (each setting alone is checked by ``config.py``'s rules); by default,

@@ -43,10 +43,10 @@ def image_size(grid: int) -> int:
 _WORLD_KEYS = ("door_width", "extra_door_prob", "fill_prob", "goal_reward", "reach", "grid")
 
 
-# A floor plan's keys (config.OPTIONAL: absent from the defaults, so that the configurations
-# of drawn worlds, and every cache key hashed from them, stay as they were). ``doors`` makes
-# the world a fixed building; the others need it, except ``room_size``.
-PLAN_KEYS = ("doors", "start_room", "goal_room")
+# A floor plan's keys (NamoDomain.optional_settings: absent from the defaults, so that the
+# configurations of drawn worlds, and every cache key hashed from them, stay as they were).
+# ``doors`` makes the world a fixed building; the rooms need it; ``room_size`` does not.
+_ROOM_KEYS = ("start_room", "goal_room")
 _DOOR_KEYS = ("rooms", "at")
 
 
@@ -63,7 +63,7 @@ def world_settings(config: Mapping[str, Any]) -> NamoSettings:
             st = replace(st, plan=_floor_plan(world, st))
     except (ValueError, TypeError) as exc:
         raise CampError(f"NAMO world settings: {exc}") from None
-    given = [k for k in PLAN_KEYS[1:] if k in world]
+    given = [k for k in _ROOM_KEYS if k in world]
     if given and st.plan is None:
         raise CampError(f"world.{given[0]} needs world.doors: rooms are fixed by a floor plan")
     required = config["contexts"].get("required_values")
@@ -104,7 +104,7 @@ def _floor_plan(world: Mapping[str, Any], st: NamoSettings) -> FloorPlan:
             raise ValueError(f"{where}.at must be metres along the wall, got {at!r}")
         a, b = sorted(rooms)
         doorways.append(Doorway(a, b, float(at)))
-    rooms = {k: world[k] for k in PLAN_KEYS[1:] if k in world}
+    rooms = {k: world[k] for k in _ROOM_KEYS if k in world}
     for key, room in rooms.items():
         if not _whole(room):
             raise ValueError(f"world.{key} must be a room number, got {room!r}")
@@ -310,6 +310,14 @@ class NamoDomain(Domain):
             return "building"
         grid = int(config["world"]["grid"])
         return None if grid == NamoSettings().grid else f"grid{grid}"
+
+    def optional_settings(self) -> Mapping[str, Any]:
+        # The doors' null only gives the key; the room numbers' 0 only their type.
+        return {
+            "world.room_size": 3.0,
+            "world.doors": None,
+            **{f"world.{k}": 0 for k in _ROOM_KEYS},
+        }
 
     def check_config(self, config: Mapping[str, Any]) -> None:
         world_settings(config)
