@@ -502,6 +502,9 @@ def _mismatch(
                 f"model's doorways are {st.door_width:.2f} m wide (± {slack:.2f} m)"
             )
     grown_model = _Index([_grow(r, WALL_TOLERANCE) for r in model], st)
+    doorways = f"one doorway {st.door_width:.2f} m wide between two rooms"
+    if st.plan is not None:
+        doorways = f"the floor plan's doorways (world.doors), {st.door_width:.2f} m wide"
     for wall_id, rect in walls:
         piece = _uncovered(rect, (grown_model.rects[k] for k in grown_model.near(rect)))
         if piece is not None:
@@ -509,7 +512,7 @@ def _mismatch(
                 f"wall '{wall_id}' is not a wall of the model: its part at {_span(piece)} lies "
                 f"off the model's walls, which run along the room boundaries every "
                 f"{st.room_size:.2f} m, {st.wall_thickness:.2f} m thick (± {WALL_TOLERANCE} m), "
-                f"with one doorway {st.door_width:.2f} m wide between two rooms"
+                f"with {doorways}"
             )
     grown_scene = _Index([_grow(r, WALL_TOLERANCE) for _, r in walls], st)
     for rect in model:
