@@ -85,10 +85,9 @@ def test_a_pose_and_markers_make_the_scene_they_show(domain: str, tmp_path: Path
         assert read.goal_object_id == scene.goal_object_id
         # And the planner's domain reads it as the same task.
         plugin = get_plugin(domain)
-        assert (
-            plugin.task_from_scene(read, pipe.config, "map")[0]
-            == plugin.task_from_scene(scene, pipe.config, "map")[0]
-        )
+        assert plugin.task_from_scene(read, pipe.config, "map")[0] == plugin.task_from_scene(
+            scene, pipe.config, "map"
+        )[0]
     finally:
         context.try_shutdown()
         thread.join(5.0)
