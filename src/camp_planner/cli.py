@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from camp_planner.config import load_config
+from camp_planner.config import load_config, load_world_file, world_bundle
 from camp_planner.core.context import Context
 from camp_planner.core.errors import CampError
 from camp_planner.csi_command import csi_command
@@ -47,6 +48,9 @@ def _common(p: argparse.ArgumentParser, domain: bool = True) -> None:
     p.add_argument("--config", type=Path, help="YAML overriding the domain's defaults")
     p.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS, help="cache/output folder")
     if domain:
+        world = "a world file (docs/your-building.md): domain and configuration in one; "
+        world += "`camp train` writes its bundle beside it (.pt), where world:=FILE finds it"
+        p.add_argument("--world", type=Path, metavar="FILE", help=world)
         g = p.add_argument_group("your own PDDL (implies --domain pddl)")
         g.add_argument("--pddl-domain", type=Path, metavar="D.pddl", help="STRIPS domain file")
         g.add_argument(
@@ -308,6 +312,15 @@ def _pipeline(args: argparse.Namespace) -> Pipeline:
 
 
 def _make_pipeline(args: argparse.Namespace) -> Pipeline:
+    world = getattr(args, "world", None)
+    if world is not None:
+        if args.config is not None or getattr(args, "pddl_domain", None) is not None:
+            raise CampError("--world FILE is the configuration: give --config or it, not both")
+        name, config = load_world_file(world)
+        if args.domain not in ("gridworld", name):  # gridworld: the untouched default
+            raise CampError(f"--world {world} is a {name} world, not {args.domain}")
+        args.domain, args.config = name, world
+        return Pipeline.from_config(name, config, args.artifacts)
     pddl_domain = getattr(args, "pddl_domain", None)
     if pddl_domain is None:
         if getattr(args, "pddl_problems", None) or getattr(args, "pddl_test", None):
@@ -570,8 +583,12 @@ def _train(args: argparse.Namespace) -> int:
     finally:
         close_executors()
     summary = describe(result)
+    # Beside the world file, where the nodes of world:=FILE look for it (config.world_bundle).
+    beside = None if args.world is None else world_bundle(args.world)
+    if beside is not None:
+        shutil.copyfile(result.bundle_path, beside)
     if args.json:
-        print(json.dumps(summary))
+        print(json.dumps({**summary, **({"world_bundle": str(beside)} if beside else {})}))
         return 0
     print(
         f"scores: {result.stats.reused} reused from the checkpoint, "
@@ -586,6 +603,8 @@ def _train(args: argparse.Namespace) -> int:
         for name, count in sorted(counts.items(), key=lambda kv: -kv[1]):
             print(f"  {count:3d} × {name}")
     print(f"bundle: {result.bundle_path}")
+    if beside is not None:
+        print(f"world bundle: {beside} (what world:={args.world} loads)")
     return 0
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from camp_planner.core.errors import CampError
+from camp_planner.domains import get_domain
 from camp_planner.domains.base import Domain
 from camp_planner.domains.gridworld.world import ENEMY_ROOMS
 from camp_planner.planners.registry import planner_names
@@ -96,6 +97,55 @@ def load_config(domain: Domain, path: Path | None) -> dict[str, Any]:
     config = domain.default_config()
     if path is None:
         return config
+    data = _read_mapping(path)
+    if data is None:
+        return config
+    if "domain" in data and data["domain"] != domain.name:
+        raise CampError(
+            f"config file {path} is for domain {_show(data['domain'])}, not '{domain.name}'"
+        )
+    overrides = {k: v for k, v in data.items() if k != "domain"}
+    optional = {**OPTIONAL, **domain.optional_settings()}
+    merged = _merge(config, overrides, str(path), "", optional)
+    _check_values(merged, str(path))
+    try:
+        domain.check_config(merged)
+    except CampError as exc:
+        raise CampError(f"config file {path}: {exc}") from None
+    return merged
+
+
+def load_world_file(path: Path, domain_name: str | None = None) -> tuple[str, dict[str, Any]]:
+    """(the domain, the configuration) of a world file: a configuration whose ``domain`` key
+    names its domain (``domain_name``, if given) and whose ``world`` section describes one
+    fixed world of the user's (NAMO: a floor plan, ``world.doors``), as ``camp --world`` and
+    the ROS ``world`` parameter take it."""
+    data = _read_mapping(path) or {}
+    name = data.get("domain")
+    if not isinstance(name, str):
+        raise CampError(f"world file {path} must name its domain (domain: namo)")
+    if domain_name is not None and name != domain_name:
+        raise CampError(f"world file {path} is a {_show(name)} world, not {domain_name}")
+    domain = get_domain(name)
+    config = load_config(domain, path)
+    if not domain.is_world_file(config):
+        raise CampError(
+            f"{path} is a {name} configuration, not a world file: a world file describes one "
+            "building (NAMO: world.doors, the floor plan's doorways; docs/your-building.md)"
+        )
+    return name, config
+
+
+def world_bundle(path: Path) -> Path:
+    """Where ``camp train --world FILE`` puts the selector bundle it trains for the world
+    file ``path``, and where the ROS nodes of ``world:=FILE`` look for it: beside the file,
+    with ``.pt`` (``building.yaml``: ``building.pt``), so that the two travel together."""
+    return Path(path).with_suffix(".pt")
+
+
+def _read_mapping(path: Path) -> Mapping[str, Any] | None:
+    """The YAML mapping in ``path`` (None for an empty file); a :class:`CampError` naming
+    the file if it cannot be read or holds anything else."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -103,18 +153,9 @@ def load_config(domain: Domain, path: Path | None) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise CampError(f"config file {path} is not UTF-8 text (byte {exc.start})") from None
     data = _parse_yaml(text, path)
-    if data is None:
-        return config
-    if not isinstance(data, Mapping):
+    if data is not None and not isinstance(data, Mapping):
         raise CampError(f"config file {path} must hold a mapping at the top level")
-    if "domain" in data and data["domain"] != domain.name:
-        raise CampError(
-            f"config file {path} is for domain {_show(data['domain'])}, not '{domain.name}'"
-        )
-    overrides = {k: v for k, v in data.items() if k != "domain"}
-    merged = _merge(config, overrides, str(path), "")
-    _check_values(merged, str(path))
-    return merged
+    return data
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -156,14 +197,21 @@ def _parse_yaml(text: str, path: Path) -> Any:
         raise CampError(f"malformed YAML in {path}: {type(exc).__name__}: {exc}") from None
 
 
-def _merge(base: dict[str, Any], over: Mapping[str, Any], path: str, prefix: str) -> dict[str, Any]:
+def _merge(
+    base: dict[str, Any],
+    over: Mapping[str, Any],
+    path: str,
+    prefix: str,
+    optional: Mapping[str, Any],
+) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in over.items():
         dotted = f"{prefix}{key}"
-        if key not in out and dotted not in OPTIONAL:
-            known = ", ".join(sorted(map(str, out)))
+        if key not in out and dotted not in optional:
+            extra = (k[len(prefix) :] for k in optional if k.startswith(prefix))
+            known = ", ".join(sorted({*map(str, out), *(k for k in extra if "." not in k)}))
             raise CampError(f"unknown setting {dotted!r} in {path}; known here: {known}")
-        current = out[key] if key in out else OPTIONAL[dotted]
+        current = out[key] if key in out else optional[dotted]
         if isinstance(current, dict):
             if not isinstance(value, Mapping):
                 raise CampError(f"setting {dotted!r} in {path} must be a mapping")
@@ -179,7 +227,7 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any], path: str, prefix: str
                     merged[name] = {**merged.get(name, {}), **settings}
                 out[key] = merged
             else:
-                out[key] = _merge(current, value, path, f"{dotted}.")
+                out[key] = _merge(current, value, path, f"{dotted}.", optional)
         elif (
             current is not None
             and not _same_kind(current, value)
@@ -306,6 +354,9 @@ _RULES: dict[str, _Rule] = {
     "world.door_width": _POSITIVE,
     "world.reach": _POSITIVE,
     "world.grid": _POSITIVE_COUNT,
+    "world.room_size": _POSITIVE,
+    "world.start_room": _COUNT,
+    "world.goal_room": _COUNT,
     "contexts.variables": _nullable(_NAMES),
     "contexts.values": _nullable(_list_of((_scalar, ""), "a list of values")),
     "contexts.required_values": _nullable(_list_of((_scalar, ""), "a list of values")),

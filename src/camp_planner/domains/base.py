@@ -107,6 +107,24 @@ class Domain(ABC):
         it besides the paper's (``shipped_bundle``'s ``world``), else None."""
         return None
 
+    def optional_settings(self) -> Mapping[str, Any]:
+        """Settings of this domain that a file may give although its defaults lack them, as
+        ``config.OPTIONAL`` (dotted key: the value, or the type, their absence means); kept
+        out of the defaults so that the configurations, and the cache keys hashed from them,
+        of files that do not give them stay as they were. None by default."""
+        return {}
+
+    def check_config(self, config: Mapping[str, Any]) -> None:
+        """Raise a :class:`CampError` naming what a merged configuration's settings cannot
+        hold together (each setting alone is checked by ``config.py``'s rules); by default,
+        nothing."""
+        return None
+
+    def is_world_file(self, config: Mapping[str, Any]) -> bool:
+        """Whether ``config`` describes a fixed world of the user's (a world file: NAMO's
+        floor plan) rather than a distribution of drawn ones; none by default."""
+        return False
+
     def context_templates(self) -> Mapping[str, str]:
         """The template contexts the domain can instantiate (``contexts.templates``), each
         with a one-line description; none by default."""

@@ -16,7 +16,13 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.subscription import Subscription
 
 from camp_planner.core.errors import CampError
-from camp_planner.ros.worlds import DEFAULT_WORLD, check_world, world_config
+from camp_planner.ros.worlds import (
+    DEFAULT_WORLD,
+    check_world,
+    is_world_file,
+    world_config,
+    world_file_bundle,
+)
 
 # A scene, a plan and an execution report are state, not a stream: late joiners get the
 # last one (a client that starts after a fast execution must still see its report).
@@ -122,9 +128,13 @@ def config_path(domain: str, world: str, config_file: str) -> Path | None:
 
 def bundle_path(domain: str, world: str, selector_bundle: str) -> Path | None:
     """The selector bundle a node of ``domain`` loads: ``selector_bundle`` if given
-    (``none``: no selector), else the one shipped for ``world`` (None if there is none)."""
+    (``none``: no selector), else the one shipped for ``world``, or for a world file the one
+    ``camp train --world`` wrote beside it (None if there is none)."""
     check_world(domain, world)
-    bundle = selector_bundle or default_bundle(domain, world)
+    if is_world_file(world):
+        bundle = selector_bundle or world_file_bundle(world)
+    else:
+        bundle = selector_bundle or default_bundle(domain, world)
     return resolve_path(bundle) if bundle and bundle != "none" else None
 
 
@@ -189,7 +199,8 @@ def service_params(node: Node) -> dict[str, Any]:
     if world and not given and bundle is None:
         # Not fatal, as for the default world: the node plans under the universal context.
         node.get_logger().warning(
-            f"world {world}: this install ships no selector bundle for it; give selector_bundle"
+            f"world {world}: no selector bundle for it (a world file's is written beside it "
+            "by camp train --world); give selector_bundle"
         )
     return {
         "domain": domain,

@@ -4,6 +4,7 @@ renders. The simulator (PyBullet) is only started when an MDP is stepped."""
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from camp_planner.domains.base import Domain, RenderPanel, paper_selector_settin
 from camp_planner.domains.namo.world import (
     GOAL_ROOM,
     START_ROOM,
+    Doorway,
+    FloorPlan,
     NamoSettings,
     NamoTask,
     generate_task,
@@ -40,19 +43,80 @@ def image_size(grid: int) -> int:
 _WORLD_KEYS = ("door_width", "extra_door_prob", "fill_prob", "goal_reward", "reach", "grid")
 
 
+# A floor plan's keys (NamoDomain.optional_settings: absent from the defaults, so that the
+# configurations of drawn worlds, and every cache key hashed from them, stay as they were).
+# ``doors`` makes the world a fixed building; the rooms need it; ``room_size`` does not.
+_ROOM_KEYS = ("start_room", "goal_room")
+_DOOR_KEYS = ("rooms", "at")
+
+
 def world_settings(config: Mapping[str, Any]) -> NamoSettings:
-    """The world geometry a (validated) NAMO configuration describes."""
+    """The world geometry a (validated) NAMO configuration describes; a :class:`CampError`
+    naming the ``world`` field the grid cannot hold."""
+    world = config["world"]
     try:
-        st = NamoSettings(**{k: config["world"][k] for k in _WORLD_KEYS})
+        st = NamoSettings(
+            **{k: world[k] for k in _WORLD_KEYS},
+            **({"room_size": world["room_size"]} if "room_size" in world else {}),
+        )
+        if "doors" in world:
+            st = replace(st, plan=_floor_plan(world, st))
     except (ValueError, TypeError) as exc:
         raise CampError(f"NAMO world settings: {exc}") from None
+    given = [k for k in _ROOM_KEYS if k in world]
+    if given and st.plan is None:
+        raise CampError(f"world.{given[0]} needs world.doors: rooms are fixed by a floor plan")
     required = config["contexts"].get("required_values")
-    if required is not None and st.goal_room not in required:
+    if required is not None and not {st.start_room, st.goal_room} <= set(required):
+        what = f"world.grid {st.grid}" if st.plan is None else "this floor plan"
         raise CampError(
-            f"with world.grid {st.grid} the goal room is {st.goal_room}: set "
-            f"contexts.required_values to [{st.start_room}, {st.goal_room}] (now {required})"
+            f"with {what} the start room is {st.start_room} and the goal room "
+            f"{st.goal_room}: set contexts.required_values to [{st.start_room}, "
+            f"{st.goal_room}] (now {required})"
         )
     return st
+
+
+def _floor_plan(world: Mapping[str, Any], st: NamoSettings) -> FloorPlan:
+    """``world``'s floor plan (``doors``, ``start_room``, ``goal_room``) on ``st``'s grid;
+    a ValueError naming the field that is malformed (the plan's sense is checked by
+    :class:`NamoSettings`)."""
+    doors = world["doors"]
+    if not isinstance(doors, list) or not doors:
+        raise ValueError(
+            "world.doors must be a list of doorways, each {rooms: [a, b], at: metres}, "
+            f"got {doors!r}"
+        )
+    doorways = []
+    for k, door in enumerate(doors):
+        where = f"world.doors[{k}]"
+        if not isinstance(door, Mapping):
+            raise ValueError(f"{where} must be a mapping {{rooms: [a, b], at: metres}}")
+        unknown = sorted(set(map(str, door)) - set(_DOOR_KEYS))
+        if unknown:
+            raise ValueError(f"{where}: unknown key {unknown[0]!r}; a doorway has rooms and at")
+        rooms = door.get("rooms")
+        if not isinstance(rooms, list) or len(rooms) != 2 or not all(_whole(r) for r in rooms):
+            raise ValueError(f"{where}.rooms must be two room numbers [a, b], got {rooms!r}")
+        # Absent: the middle of the wall.
+        at = door.get("at", st.room_size / 2)
+        if not _number(at):
+            raise ValueError(f"{where}.at must be metres along the wall, got {at!r}")
+        a, b = sorted(rooms)
+        doorways.append(Doorway(a, b, float(at)))
+    rooms = {k: world[k] for k in _ROOM_KEYS if k in world}
+    for key, room in rooms.items():
+        if not _whole(room):
+            raise ValueError(f"world.{key} must be a room number, got {room!r}")
+    return FloorPlan(tuple(doorways), **rooms)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def room_graph(task: NamoTask) -> RegionGraph:
@@ -241,8 +305,25 @@ class NamoDomain(Domain):
         return img
 
     def world_name(self, config: Mapping[str, Any]) -> str | None:
+        # A floor plan is the user's building: nothing ships for it (no file of this name).
+        if "doors" in config["world"]:
+            return "building"
         grid = int(config["world"]["grid"])
         return None if grid == NamoSettings().grid else f"grid{grid}"
+
+    def optional_settings(self) -> Mapping[str, Any]:
+        # The doors' null only gives the key; the room numbers' 0 only their type.
+        return {
+            "world.room_size": 3.0,
+            "world.doors": None,
+            **{f"world.{k}": 0 for k in _ROOM_KEYS},
+        }
+
+    def check_config(self, config: Mapping[str, Any]) -> None:
+        world_settings(config)
+
+    def is_world_file(self, config: Mapping[str, Any]) -> bool:
+        return "doors" in config["world"]
 
     def context_templates(self) -> Mapping[str, str]:
         return TEMPLATES

@@ -23,8 +23,8 @@ N_FIXED = 3  # robot_pose, robot_room, held: the slot variables follow
 
 @dataclass(frozen=True, eq=False)
 class NamoLayout:
-    """The variables every task of one grid size shares: a slot variable per box slot of
-    every room but the goal room."""
+    """The variables every task of one world (grid size and goal room) shares: a slot
+    variable per box slot of every room but the goal room."""
 
     grid: int
     box_rooms: tuple[int, ...]
@@ -34,12 +34,17 @@ class NamoLayout:
     action_vars: tuple[Variable, ...]
 
 
+def layout(grid: int = 3, goal_room: int | None = None) -> NamoLayout:
+    """The variable layout of a ``grid`` × ``grid`` world whose goal room (None: the last,
+    as in a drawn world) holds no box slots; one object per world, so MDPs of one world
+    share their variables."""
+    return _layout(grid, grid * grid - 1 if goal_room is None else goal_room)
+
+
 @functools.cache
-def layout(grid: int = 3) -> NamoLayout:
-    """The variable layout of a ``grid`` × ``grid`` world (one object per size, so MDPs of
-    one size share their variables)."""
+def _layout(grid: int, goal_room: int) -> NamoLayout:
     n_rooms = grid * grid
-    box_rooms = tuple(r for r in range(n_rooms) if r != n_rooms - 1)
+    box_rooms = tuple(r for r in range(n_rooms) if r != goal_room)
     slots = tuple(f"box_r{room}_{k}" for room in box_rooms for k in range(SLOTS_PER_ROOM))
     state = [
         Variable("robot_pose"),

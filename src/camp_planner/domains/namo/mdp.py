@@ -86,7 +86,7 @@ class NamoMDP(FactoredMDP):
 
     @staticmethod
     def from_task(task: NamoTask, horizon: int = 200, gamma: float = 1.0) -> NamoMDP:
-        vars_ = layout(task.settings.grid)
+        vars_ = layout(task.settings.grid, task.settings.goal_room)
         return NamoMDP(
             name=f"namo-{task.task_id}",
             state_vars=vars_.state_vars,
@@ -101,7 +101,7 @@ class NamoMDP(FactoredMDP):
         super().__post_init__()
         assert self.task is not None
         self._task = self.task
-        self.layout = layout(self._task.settings.grid)
+        self.layout = layout(self._task.settings.grid, self._task.settings.goal_room)
         present = {b.name for b in self._task.boxes}
         unknown = present - set(self.layout.slot_names)
         if unknown:

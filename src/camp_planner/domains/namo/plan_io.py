@@ -132,7 +132,7 @@ def moved_boxes(task: NamoTask, state: State) -> dict[str, tuple[float, float]]:
     """Slot name → (x, y) of every box of ``task`` that ``state`` has somewhere else (more
     than 1 mm away in x and y together) than where it started."""
     moved: dict[str, tuple[float, float]] = {}
-    for k, name in enumerate(layout(task.settings.grid).slot_names):
+    for k, name in enumerate(layout(task.settings.grid, task.settings.goal_room).slot_names):
         value = state[N_FIXED + k]
         box = next((b for b in task.boxes if b.name == name), None)
         if (

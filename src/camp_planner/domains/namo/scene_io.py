@@ -107,7 +107,7 @@ def scene_from_task(
         robot = (float(pose[0]), float(pose[1]), float(pose[2]))
         positions = {}
         held = ""
-        for k, name in enumerate(layout(st.grid).slot_names):
+        for k, name in enumerate(layout(st.grid, st.goal_room).slot_names):
             value = state[N_FIXED + k]
             if isinstance(value, tuple):
                 positions[name] = (float(value[0]), float(value[1]))
@@ -464,15 +464,17 @@ class _Walls:
 
 @functools.lru_cache(maxsize=64)
 def _wall_model(objects: tuple[_Flat, ...], st: NamoSettings) -> _Walls:
-    """The doorways of a scene's walls, and whether the walls the model rebuilds from them
-    are the scene's. Cached: a robot sees the same walls in scene after scene, and this is
-    most of the cost of turning a scene into a task."""
+    """The doorways of a scene's walls (a floor plan's own, given one), and whether the
+    walls the model rebuilds from them are the scene's. Cached: a robot sees the same walls
+    in scene after scene, and this is most of the cost of turning a scene into a task."""
     for obj in objects:
         if obj.movable:
             raise _no_such_object(obj)
     walls = [(obj.id, _wall_rect(obj, st)) for obj in objects]
     openings = _openings(tuple(rect for _, rect in walls), st)
-    doors = tuple(door for door, _ in openings)
+    # A floor plan's doorways are the model's, and the scene's walls are compared with
+    # them: a doorway the building lacks, or a closed one, is a wall mismatch.
+    doors = st.plan_doors() or tuple(door for door, _ in openings)
     model = NamoTask(0, 0, doors, (), (0.0, 0.0, 0.0), (0.0, 0.0), st).walls()
     return _Walls(
         doors,
@@ -500,6 +502,9 @@ def _mismatch(
                 f"model's doorways are {st.door_width:.2f} m wide (± {slack:.2f} m)"
             )
     grown_model = _Index([_grow(r, WALL_TOLERANCE) for r in model], st)
+    doorways = f"one doorway {st.door_width:.2f} m wide between two rooms"
+    if st.plan is not None:
+        doorways = f"the floor plan's doorways (world.doors), {st.door_width:.2f} m wide"
     for wall_id, rect in walls:
         piece = _uncovered(rect, (grown_model.rects[k] for k in grown_model.near(rect)))
         if piece is not None:
@@ -507,7 +512,7 @@ def _mismatch(
                 f"wall '{wall_id}' is not a wall of the model: its part at {_span(piece)} lies "
                 f"off the model's walls, which run along the room boundaries every "
                 f"{st.room_size:.2f} m, {st.wall_thickness:.2f} m thick (± {WALL_TOLERANCE} m), "
-                f"with one doorway {st.door_width:.2f} m wide between two rooms"
+                f"with {doorways}"
             )
     grown_scene = _Index([_grow(r, WALL_TOLERANCE) for _, r in walls], st)
     for rect in model:

@@ -4,7 +4,9 @@ otherwise) with movable boxes, as pure geometry.
 Metres, x to the right and y up; with ``G`` rooms per side, room ``row * G + col`` spans
 ``[col·S, (col+1)·S] × [row·S, (row+1)·S]`` for room size ``S``, so the robot starts in room 0
 (bottom left) and the goal object stands in room ``G² − 1`` (top right); a task read from a
-scene may start the robot anywhere (``NamoTask.held``). Walls are
+scene may start the robot anywhere (``NamoTask.held``). Doorways are drawn per task, unless
+the settings carry a :class:`FloorPlan` (a user's building): its doorways, start and goal
+rooms, the same in every task, which then differ only in their boxes and poses. Walls are
 axis-aligned rectangles with doorways; boxes stand in per-room slots, one slot in front of
 every doorway of the room (so boxes really block passages) and the rest spread over the floor.
 Everything here is plain data, shared by the simulator scene (``domains/namo/scene.py``), the
@@ -27,6 +29,32 @@ N_ROOMS = 9
 GOAL_ROOM = 8
 START_ROOM = 0
 MAX_GRID = 10  # 100 rooms, 500 box slots: the largest scaling study (docs/results/history.md)
+# Room sides a floor plan may give, in metres: below 2 m a room's five box slots, 0.55 m
+# apart and clear of the walls, no longer fit beside a 0.6 m base; above 8 m the motion
+# planner's free-space grid grows past what the 10×10 world at 3 m needs.
+MIN_ROOM_SIZE, MAX_ROOM_SIZE = 2.0, 8.0
+# How far a doorway's edge keeps from the corner of its wall (the generator's margin).
+DOOR_MARGIN = 0.15
+
+
+@dataclass(frozen=True)
+class Doorway:
+    """A doorway of a floor plan between neighbouring rooms ``a < b``, its centre ``at``
+    metres along their shared wall from its bottom end (rooms side by side) or its left end
+    (one room above the other)."""
+
+    a: int
+    b: int
+    at: float
+
+
+@dataclass(frozen=True)
+class FloorPlan:
+    """A fixed building: its doorways and the rooms every task starts and ends in."""
+
+    doorways: tuple[Doorway, ...]
+    start_room: int = 0
+    goal_room: int | None = None  # None: the last room, as in a drawn world
 
 
 @dataclass(frozen=True)
@@ -47,6 +75,7 @@ class NamoSettings:
     reach: float = 0.75  # success: base centre within this distance of the goal object
     goal_reward: float = 1000.0
     grid: int = 3  # rooms per side
+    plan: FloorPlan | None = None  # None: doorways drawn per task
 
     def __post_init__(self) -> None:
         whole = isinstance(self.grid, int) and not isinstance(self.grid, bool)
@@ -55,6 +84,13 @@ class NamoSettings:
                 f"world.grid must be a whole number of rooms per side from 2 to {MAX_GRID}, "
                 f"got {self.grid!r}"
             )
+        if not MIN_ROOM_SIZE <= self.room_size <= MAX_ROOM_SIZE:
+            raise ValueError(
+                f"world.room_size must be from {MIN_ROOM_SIZE:g} to {MAX_ROOM_SIZE:g} metres, "
+                f"got {self.room_size!r}"
+            )
+        if self.plan is not None:
+            _check_plan(self.plan, self)
 
     @property
     def world_size(self) -> float:
@@ -66,11 +102,83 @@ class NamoSettings:
 
     @property
     def goal_room(self) -> int:
+        if self.plan is not None and self.plan.goal_room is not None:
+            return self.plan.goal_room
         return self.n_rooms - 1
 
     @property
     def start_room(self) -> int:
-        return 0
+        return 0 if self.plan is None else self.plan.start_room
+
+    def door_span(self) -> tuple[float, float]:
+        """Where a doorway's centre may lie along its wall (metres from the wall's end)."""
+        margin = self.wall_thickness / 2 + DOOR_MARGIN
+        # Written as the generator always computed it, so drawn worlds stay the same tasks.
+        return margin + self.door_width / 2, self.room_size - margin - self.door_width / 2
+
+    def door(self, a: int, b: int, at: float) -> Door:
+        """The doorway between neighbouring rooms ``a < b``, ``at`` metres along their wall."""
+        row, col = divmod(a, self.grid)
+        s = self.room_size
+        if b == a + 1:
+            return Door(a, b, (col + 1) * s, row * s + at, True)
+        return Door(a, b, col * s + at, (row + 1) * s, False)
+
+    def plan_doors(self) -> tuple[Door, ...] | None:
+        """The floor plan's doorways (None: this world draws them per task)."""
+        if self.plan is None:
+            return None
+        return tuple(
+            self.door(d.a, d.b, d.at) for d in sorted(self.plan.doorways, key=lambda d: (d.a, d.b))
+        )
+
+
+def _check_plan(plan: FloorPlan, st: NamoSettings) -> None:
+    """Raise a ValueError naming the first field of ``plan`` that ``st``'s grid cannot hold:
+    a room off the grid, a doorway between rooms that share no wall, one given twice or off
+    its wall, or a goal room no chain of doorways joins to the start room."""
+    n, g = st.n_rooms, st.grid
+    for field_name, room in (("start_room", plan.start_room), ("goal_room", st.goal_room)):
+        if isinstance(room, bool) or not isinstance(room, int) or not 0 <= room < n:
+            raise ValueError(
+                f"world.{field_name} must be a room of the {g}×{g} grid, 0 to {n - 1}, got {room!r}"
+            )
+    if plan.start_room == st.goal_room:
+        raise ValueError(f"world.goal_room is the start room ({plan.start_room}); choose another")
+    low, high = st.door_span()
+    seen: set[tuple[int, int]] = set()
+    graph: dict[int, set[int]] = {r: set() for r in range(n)}
+    for k, d in enumerate(plan.doorways):
+        where = f"world.doors[{k}] (rooms {d.a} and {d.b})"
+        if not all(0 <= r < n for r in (d.a, d.b)):
+            raise ValueError(f"{where}: rooms are numbered 0 to {n - 1} in a {g}×{g} grid")
+        a, b = sorted((d.a, d.b))
+        if not ((b == a + 1 and a % g != g - 1) or b == a + g):
+            raise ValueError(
+                f"{where}: the rooms share no wall (room r neighbours r + 1 in its row and "
+                f"r + {g} above it)"
+            )
+        if (a, b) in seen:
+            raise ValueError(f"{where}: a second doorway between them; a wall has one")
+        seen.add((a, b))
+        if not low <= d.at <= high:
+            raise ValueError(
+                f"{where}: at must be from {low:.2f} to {high:.2f} m along the wall "
+                f"(a {st.door_width:g} m doorway clear of the corners), got {d.at!r}"
+            )
+        graph[a].add(b)
+        graph[b].add(a)
+    reached, frontier = {plan.start_room}, [plan.start_room]
+    while frontier:
+        for nb in graph[frontier.pop()] - reached:
+            reached.add(nb)
+            frontier.append(nb)
+    if st.goal_room not in reached:
+        raise ValueError(
+            f"world.goal_room {st.goal_room} cannot be reached from world.start_room "
+            f"{plan.start_room} through world.doors (reachable: "
+            f"{', '.join(map(str, sorted(reached)))})"
+        )
 
 
 @dataclass(frozen=True)
@@ -192,16 +300,13 @@ def generate_task(task_id: int, seed: int, settings: NamoSettings | None = None)
     """A random task; the same (seed, settings) always gives the same task."""
     st = settings or NamoSettings()
     rng = random.Random(seed)
-    s, w = st.room_size, st.door_width
-    margin = st.wall_thickness / 2 + 0.15
+    fixed = st.plan_doors()
     doors: list[Door] = []
-    for a, b in sorted(random_door_graph(rng, st.extra_door_prob, st.grid)):
-        row, col = divmod(a, st.grid)
-        along = rng.uniform(margin + w / 2, s - margin - w / 2)
-        if b == a + 1:
-            doors.append(Door(a, b, (col + 1) * s, row * s + along, True))
-        else:
-            doors.append(Door(a, b, col * s + along, (row + 1) * s, False))
+    if fixed is not None:
+        doors = list(fixed)
+    else:
+        for a, b in sorted(random_door_graph(rng, st.extra_door_prob, st.grid)):
+            doors.append(st.door(a, b, rng.uniform(*st.door_span())))
     skeleton = NamoTask(task_id, seed, tuple(doors), (), (0.0, 0.0, 0.0), (0.0, 0.0), st)
 
     # The start and the goal object first, so that no box is placed on top of them.

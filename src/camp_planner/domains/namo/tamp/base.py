@@ -61,7 +61,7 @@ class InterfaceBase:
         task = mdp.task
         assert task is not None
         self.task: NamoTask = task
-        self.slot_names = layout(task.settings.grid).slot_names
+        self.slot_names = layout(task.settings.grid, task.settings.goal_room).slot_names
         self.slots = frozenset(self.slot_names)
         self.state = state
         self.allowed = allowed
