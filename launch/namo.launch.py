@@ -58,7 +58,8 @@ def generate_launch_description() -> LaunchDescription:
             "world",
             default_value="",
             description="the world of every node (grid10: 10×10 rooms, config/namo/grid10.yaml "
-            "and its shipped selector); empty: the parameter file's, else the paper's 3×3",
+            "and its shipped selector; or the absolute path of a world file, "
+            "docs/your-building.md); empty: the parameter file's, else the paper's 3×3",
         ),
         OpaqueFunction(function=_nodes),
     ]
