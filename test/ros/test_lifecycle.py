@@ -88,13 +88,13 @@ class Rig:
         return self.call(SelectContext, "/select_context", request)
 
     def offered(self, name: str = "/select_context") -> bool:
-        """Whether ``name`` is offered, once the graph has settled (a second)."""
+        """Whether ``name`` is offered once the graph has settled: a service just withdrawn
+        may be listed for a moment, so "not offered" is waited for, up to 10 s."""
         from camp_msgs.srv import SelectContext
 
         client = self.peer.create_client(SelectContext, name)
         try:
-            time.sleep(1.0)
-            return bool(client.service_is_ready())
+            return not _wait(lambda: not client.service_is_ready(), 10.0)
         finally:
             self.peer.destroy_client(client)
 
