@@ -123,7 +123,7 @@ def load_world_file(path: Path, domain_name: str | None = None) -> tuple[str, di
     data = _read_mapping(path) or {}
     name = data.get("domain")
     if not isinstance(name, str):
-        raise CampError(f"world file {path} must name its domain (domain: namo)")
+        raise CampError(f"world file {path} must name its domain (domain: namo or manip)")
     if domain_name is not None and name != domain_name:
         raise CampError(f"world file {path} is a {_show(name)} world, not {domain_name}")
     domain = get_domain(name)
@@ -131,7 +131,8 @@ def load_world_file(path: Path, domain_name: str | None = None) -> tuple[str, di
     if not domain.is_world_file(config):
         raise CampError(
             f"{path} is a {name} configuration, not a world file: a world file describes one "
-            "building (NAMO: world.doors, the floor plan's doorways; docs/your-building.md)"
+            "building (NAMO: world.doors, the floor plan's doorways; manipulation: world.tables or "
+            "world.bins, the work cell; docs/your-building.md)"
         )
     return name, config
 

@@ -6,13 +6,11 @@ of the building reads back as the building, and one whose doorway moved is refus
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from building_files import BUILDING, write_building
+from building_files import BUILDING, load_world_data, write_building
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -75,18 +73,11 @@ def floor_plans(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-def _load(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "building.yaml"
-        path.write_text(yaml.safe_dump(data))
-        return load_world_file(path)
-
-
 @given(floor_plans())
 def test_every_valid_floor_plan_loads_and_its_tasks_are_that_building(
     data: dict[str, Any],
 ) -> None:
-    name, config = _load(data)
+    name, config = load_world_data(data)
     plan = data["world"]
     settings = world_settings(config)
     assert name == "namo" and D.is_world_file(config) and D.world_name(config) == "building"
@@ -166,7 +157,7 @@ def test_a_floor_plan_the_grid_cannot_hold_is_refused_by_its_field(
 ) -> None:
     message = _break(data, how)
     with pytest.raises(CampError, match=message) as refused:
-        _load(data)
+        load_world_data(data)
     assert "building.yaml" in str(refused.value)  # and by its file
 
 

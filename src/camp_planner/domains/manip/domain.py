@@ -10,15 +10,154 @@ successor is a simulator query).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from camp_planner.core.errors import CampError
 from camp_planner.core.mdp import FactoredMDP
 from camp_planner.domains.base import Domain, RenderPanel, paper_selector_settings
-from camp_planner.domains.manip.world import ManipSettings, ManipTask, make_tasks
+from camp_planner.domains.manip.world import (
+    ARM_REACH,
+    ManipSettings,
+    ManipTask,
+    make_tasks,
+)
+
+# A world file's keys (ManipDomain.optional_settings: absent from the defaults, so that the
+# configurations of the paper's world, and every cache key hashed from them, stay as they
+# were), each with the ManipSettings field it sets. Either section makes the world a fixed
+# work cell of the user's; both tables share one height (the objects' poses assume it).
+_TABLE_KEYS = {
+    "height": "table_height",
+    "left_gap": "left_gap",
+    "right_gap": "right_gap",
+    "staging_depth": "staging_depth",
+}
+_BIN_KEYS = {
+    "per_side": "bins_per_side",
+    "pitch": "bin_pitch",
+    "inner": "bin_inner",
+    "margin": "bin_margin",
+}
+_SECTIONS = {"tables": _TABLE_KEYS, "bins": _BIN_KEYS}
+# Each size's range (metres), and why: the heights where the Panda, mounted on the 0.3 m
+# base, still holds a side grasp; gaps that keep the base clear of both tables as it turns at
+# its start (a corner is 0.42 m from its centre); a bin wide enough for a fat red's 0.16 m
+# cap; a staging strip that stands one.
+_RANGES = {
+    "tables.height": (0.5, 0.7),
+    "tables.left_gap": (0.45, 1.5),
+    "tables.right_gap": (0.45, 1.5),
+    "tables.staging_depth": (0.18, 0.5),
+    "bins.pitch": (0.1, 0.5),
+    "bins.inner": (0.17, 0.3),
+    "bins.margin": (0.0, 0.3),
+}
+
+
+def world_settings(config: Mapping[str, Any]) -> ManipSettings:
+    """The world a configuration describes (its ``world`` block: the distractors, and a
+    world file's tables and bins; the defaults without them); a :class:`CampError` naming
+    the ``world`` field the work cell cannot hold."""
+    world = config.get("world") or {}
+    st = ManipSettings(n_distractors=int(world.get("n_distractors", 15)))
+    given: dict[str, Any] = {}
+    for section, keys in _SECTIONS.items():
+        for key, value in (world.get(section) or {}).items():
+            given[keys[key]] = _checked(f"{section}.{key}", value)
+    if not given:
+        return st
+    n_bins = given.get("bins_per_side", st.bins_per_side) ** 2
+    if n_bins < st.n_reds:
+        raise CampError(
+            f"world.bins.per_side {given['bins_per_side']} gives {n_bins} "
+            f"{'bin' if n_bins == 1 else 'bins'}, too few for the {st.n_reds} reds"
+        )
+    st = replace(st, **given)
+    _check_cell(st, config)
+    return st
+
+
+def _checked(field: str, value: Any) -> float | int:
+    """``value`` of ``world.<field>`` if it is in range; else a CampError naming it."""
+    if field == "bins.per_side":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise CampError(f"world.bins.per_side must be a whole number of bins, got {value!r}")
+        return value
+    lo, hi = _RANGES[field]
+    if not lo <= value <= hi:
+        raise CampError(f"world.{field} must be from {lo:g} to {hi:g} m, got {value!r}")
+    return float(value)
+
+
+def _check_cell(st: ManipSettings, config: Mapping[str, Any]) -> None:
+    """A CampError naming the field that makes the work cell ``st`` unusable: bins that
+    overlap, more bins than the contexts can name, a table off the floor, a red's cell or a
+    bin the arm reaches from no work pose."""
+    outer = st.bin_inner + 2 * st.bin_wall
+    if st.bin_pitch < outer:
+        raise CampError(
+            f"world.bins.pitch {st.bin_pitch:g} m is less than a bin's outer width "
+            f"{outer:.2f} m (world.bins.inner + its walls): neighbouring bins would overlap"
+        )
+    n_bins = st.bins_per_side**2
+    limit = int(config["contexts"]["max_domain_size"])
+    if n_bins + 1 > limit:
+        raise CampError(
+            f"world.bins.per_side {st.bins_per_side} gives {n_bins} bins: the action's bin "
+            f"takes {n_bins + 1} values (none and each bin), more than "
+            f"contexts.max_domain_size {limit} lets a context name"
+        )
+    task = ManipTask(0, 0, False, (), (False,) * n_bins, settings=st)
+    hx, hy = st.world_half
+    floor = f"the floor ({2 * hx:g} × {2 * hy:g} m, the robot's start in its middle)"
+    for table, field in ((task.left_table, "left_gap"), (task.right_table, "right_gap")):
+        if table.x0 < -hx or table.x1 > hx or table.y0 < -hy or table.y1 > hy:
+            raise CampError(
+                f"world.tables.{field} {getattr(st, field):g} m: {table.name} (x from "
+                f"{table.x0:.2f} to {table.x1:.2f} m, y from {table.y0:.2f} to {table.y1:.2f} "
+                f"m) does not fit on {floor}"
+            )
+    n = st.cells_per_side
+    cx, cy = task.left_table.centre
+    reds = [
+        (cx + (i - (n - 1) / 2) * st.pitch, cy + (j - (n - 1) / 2) * st.pitch)
+        for i in range(n)
+        for j in range(n)
+        if min(i, j) == 0 or max(i, j) == n - 1
+    ]
+    targets = [
+        ("table_left", "world.tables.left_gap (a red's place on the left table)", reds),
+        ("table_right", "world.bins (a bin)", [(b.x, b.y) for b in task.bins]),
+        ("table_right", "world.tables.staging_depth (a staging spot)", task.staging_spots()),
+    ]
+    for side, what, points in targets:
+        mounts = [
+            (x + st.arm_mount_x * math.cos(yaw), y + st.arm_mount_x * math.sin(yaw))
+            for x, y, yaw in task.work_poses(side, per_side=12)
+            if task.on_floor((x, y, yaw))
+        ]
+        for px, py in points:
+            if all(math.hypot(px - mx, py - my) > ARM_REACH for mx, my in mounts):
+                raise CampError(
+                    f"{what} at ({px:.2f}, {py:.2f}) is out of the arm's reach: no work pose "
+                    f"on {floor} puts the arm's mount ({st.arm_mount_x:g} m ahead of the "
+                    f"base centre) within {ARM_REACH:g} m of it"
+                )
+
+
+def world_file_defaults() -> dict[str, dict[str, Any]]:
+    """The world file's sections with the defaults (the paper's work cell) of their keys."""
+    st = ManipSettings()
+    return {
+        section: {key: getattr(st, name) for key, name in keys.items()}
+        for section, keys in _SECTIONS.items()
+    }
 
 
 class ManipDomain(Domain):
@@ -78,7 +217,7 @@ class ManipDomain(Domain):
         }
 
     def make_tasks(self, config: Mapping[str, Any], split: str) -> Sequence[ManipTask]:
-        settings = ManipSettings(n_distractors=int(config["world"]["n_distractors"]))
+        settings = world_settings(config)
         # ``tasks.test_seed`` (``camp eval --task-seed``) draws the test split from another
         # seed, for claims on tasks never used in development; training keeps ``seed``.
         seed = (
@@ -104,6 +243,19 @@ class ManipDomain(Domain):
         """``fat`` or ``skinny``: the objects a task's contexts are chosen for."""
         assert isinstance(task, ManipTask)
         return "fat" if task.fat else "skinny"
+
+    def world_name(self, config: Mapping[str, Any]) -> str | None:
+        # A world file is the user's work cell: nothing ships for it (no file of this name).
+        return "workcell" if self.is_world_file(config) else None
+
+    def optional_settings(self) -> Mapping[str, Any]:
+        return {f"world.{section}": keys for section, keys in world_file_defaults().items()}
+
+    def check_config(self, config: Mapping[str, Any]) -> None:
+        world_settings(config)
+
+    def is_world_file(self, config: Mapping[str, Any]) -> bool:
+        return any(section in config["world"] for section in _SECTIONS)
 
     def render(self, task: Any, panels: Sequence[RenderPanel], path: Path) -> None:
         """The task's scene; with panels, one per episode: the bins its context allows

@@ -20,8 +20,9 @@ from camp_planner.domains.base import Domain
 from camp_planner.domains.interface.plan import PlanGeometry, PlanRecord, PlanStepData
 from camp_planner.domains.interface.plugin import DomainPlugin, Rect, Simulator
 from camp_planner.domains.interface.scene import Scene
+from camp_planner.domains.manip.domain import world_settings
 from camp_planner.domains.manip.scene_io import scene_from_task, task_from_scene
-from camp_planner.domains.manip.world import ManipObject, ManipSettings, ManipTask
+from camp_planner.domains.manip.world import ManipObject, ManipTask
 
 BIN_VARIABLE = "bin"  # the action variable a bin context constrains
 
@@ -29,15 +30,6 @@ BIN_VARIABLE = "bin"  # the action variable a bin context constrains
 def _bins_allowed(values: Sequence[Any]) -> list[int]:
     """The bin indices among a context's allowed values of ``bin`` (``none`` left out)."""
     return sorted({int(str(v)) for v in values if str(v).lstrip("-").isdigit()})
-
-
-def world_settings(config: Mapping[str, Any]) -> ManipSettings:
-    """The world a configuration describes (its ``world`` block, as the domain's
-    ``make_tasks`` reads it; the defaults without one)."""
-    world = config.get("world") or {}
-    if "n_distractors" in world:
-        return ManipSettings(n_distractors=int(world["n_distractors"]))
-    return ManipSettings()
 
 
 class ManipPlugin(DomainPlugin):

@@ -43,6 +43,11 @@ GREEN: Rgba = (0.09, 0.64, 0.29, 1.0)
 WOOD: Rgba = (0.62, 0.47, 0.33, 1.0)
 BIN: Rgba = (0.55, 0.55, 0.6, 1.0)
 
+# How far the Panda reaches from its mount (0.85 m from the shoulder, the target about 0.35 m
+# above the mount): the refiners try work poses within it, and a world file whose targets lie
+# beyond it from every work pose is refused.
+ARM_REACH = 0.85
+
 _SPLIT_OFFSET = {"train": 0, "test": 5_000}  # as NAMO's: train and test seeds never meet
 
 
@@ -324,7 +329,9 @@ class ManipTask:
         t = self.right_table
         st = self.settings
         x = t.x0 + st.staging_depth / 2
-        return [(x, y) for y in (-1.5 * st.bin_pitch, 0.0, 1.5 * st.bin_pitch)]
+        # 1.5 bin pitches apart, or less on a narrow table (two bins a side) to stay on it.
+        off = min(1.5 * st.bin_pitch, (t.y1 - t.y0) / 2 - 0.05)
+        return [(x, y) for y in (-off, 0.0, off)]
 
     def place_of(self, obj: ManipObject) -> str:
         """Where a red stands: ``table`` (the left table), ``staging`` (the right table's

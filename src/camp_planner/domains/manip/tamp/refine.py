@@ -21,13 +21,13 @@ from camp_planner.core.mdp import Action
 from camp_planner.core.planner import Deadline
 from camp_planner.domains.manip.layout import NONE
 from camp_planner.domains.manip.tamp.motion import MotionPlanning
+from camp_planner.domains.manip.world import ARM_REACH
 from camp_planner.planners.tamp import Refinement
 from camp_planner.sim.tabletop_geometry import SIDE
 from camp_planner.sim.tabletop_scene import ArmCheck
 
-# Work poses whose arm mount lies within this of a target are candidates (the Panda reaches
-# 0.85 m from its shoulder; the target stands 0.35 m above it).
-REACH_M = 0.85
+# Work poses whose arm mount lies within this of a target are candidates.
+REACH_M = ARM_REACH
 # Candidates are tried in order of their reach to the target plus this times the base's
 # straight-line travel to them: a pose on the table's far side may reach an object slightly
 # better, but the way round the table cost ten times the checks of a nearby pose's.
