@@ -10,9 +10,12 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 MSGS_SRC := $(shell find src/camp_msgs -type f 2>/dev/null)
+# Subsets of control_msgs and nav2_msgs (no PyPI wheels), built into the venv like camp_msgs;
+# on a ROS 2 install the real packages are used (src/ros_subsets/README.md).
+SUBSETS_SRC := $(shell find src/ros_subsets -type f 2>/dev/null)
 
 .PHONY: setup demo test check lint format typecheck pytest pytest-fast bench bench-dinner clean
-setup: $(STAMPS)/msgs $(STAMPS)/package
+setup: $(STAMPS)/msgs $(STAMPS)/ros_subsets $(STAMPS)/package
 
 $(STAMPS)/venv:
 	$(PYTHON) -m venv $(VENV)
@@ -23,15 +26,27 @@ $(STAMPS)/requirements: requirements.txt scripts/fix_ros_wheel_cmake.sh $(STAMPS
 	scripts/fix_ros_wheel_cmake.sh $(VENV)
 	@touch $@
 
-$(STAMPS)/msgs: $(MSGS_SRC) $(STAMPS)/requirements
+# $(call build_interfaces,NAME,SOURCE DIR): configure, build and install one rosidl package
+# into the venv; each step's log is printed only when the step fails.
+define build_interfaces
 	@mkdir -p build
-	cmake -S src/camp_msgs -B build/camp_msgs -DCMAKE_BUILD_TYPE=Release \
+	cmake -S $(2) -B build/$(1) -DCMAKE_BUILD_TYPE=Release \
 	  -DCMAKE_PREFIX_PATH=$(CURDIR)/$(VENV) -DCMAKE_INSTALL_PREFIX=$(CURDIR)/$(VENV) \
-	  -DPython3_EXECUTABLE=$(CURDIR)/$(PY) -DBUILD_TESTING=OFF > build/camp_msgs.cmake.log 2>&1 \
-	  || { mkdir -p build; cat build/camp_msgs.cmake.log; exit 1; }
-	cmake --build build/camp_msgs -j2 > build/camp_msgs.build.log 2>&1 || { cat build/camp_msgs.build.log; exit 1; }
-	cmake --install build/camp_msgs > /dev/null
+	  -DPython3_EXECUTABLE=$(CURDIR)/$(PY) -DBUILD_TESTING=OFF > build/$(1).cmake.log 2>&1 \
+	  || { cat build/$(1).cmake.log; exit 1; }
+	cmake --build build/$(1) -j2 > build/$(1).build.log 2>&1 || { cat build/$(1).build.log; exit 1; }
+	cmake --install build/$(1) > /dev/null
+endef
+
+$(STAMPS)/msgs: $(MSGS_SRC) $(STAMPS)/requirements
+	$(call build_interfaces,camp_msgs,src/camp_msgs)
 	$(PY) -c 'from camp_msgs.msg import Context, Candidate; from camp_msgs.srv import SelectContext; from camp_msgs.action import PlanTask; from camp_msgs.msg import Plan'
+	@touch $@
+
+$(STAMPS)/ros_subsets: $(SUBSETS_SRC) $(STAMPS)/requirements
+	$(call build_interfaces,control_msgs,src/ros_subsets/control_msgs)
+	$(call build_interfaces,nav2_msgs,src/ros_subsets/nav2_msgs)
+	$(PY) -c 'from control_msgs.action import FollowJointTrajectory, GripperCommand; from control_msgs.msg import JointTolerance, JointComponentTolerance; from nav2_msgs.action import FollowPath, NavigateThroughPoses'
 	@touch $@
 
 $(STAMPS)/package: setup.py setup.cfg package.xml $(STAMPS)/requirements
