@@ -38,6 +38,7 @@ from typing import Any
 from camp_planner.domains.interface.errors import ErrorCode, ServiceError
 from camp_planner.domains.interface.scene import Scene
 from camp_planner.service.types import PlanResult
+from camp_planner.sim.quiet import import_pybullet_quietly
 
 # The longest single wait on the pipe: ``Connection.poll`` raises OverflowError beyond about
 # 2**31 ms, so a longer ``poll_s`` is cut to this (``start_timeout_s`` and ``limit_s`` are
@@ -100,6 +101,8 @@ def _serve(
     # worker and run to the end of their search.
     os.setsid()
     _exit_with_parent()
+    # The node has printed pybullet's start-up line already: one log, one line.
+    import_pybullet_quietly()
     try:
         if service_factory is None:
             from camp_planner.service.planning import CampService
