@@ -23,7 +23,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from camp_planner.ros.launch_system import launch_nodes
+from camp_planner.ros.launch_system import launch_nodes, system_arguments
 from launch import LaunchDescription
 
 NODES = ("tamp_server", "camp_planner", "namo_sim")
@@ -46,14 +46,7 @@ def generate_launch_description() -> LaunchDescription:
             default_value=os.path.join(share, "config", "ros", "namo_params.yaml"),
             description="ROS 2 parameter file with a ros__parameters block per node",
         ),
-        DeclareLaunchArgument(
-            "namespace",
-            default_value="",
-            description="run the system under this namespace (e.g. robot1), beside others",
-        ),
-        DeclareLaunchArgument(
-            "use_sim_time", default_value="false", description="read time from /clock"
-        ),
+        *system_arguments(),
         DeclareLaunchArgument(
             "world",
             default_value="",

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from launch.actions import DeclareLaunchArgument
 from launch.launch_context import LaunchContext
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -22,6 +23,20 @@ from launch_ros.parameter_descriptions import ParameterValue
 
 from camp_planner.ros.common import params_for_namespace
 from camp_planner.ros.lifecycle_manager import MANAGED_NODES, NAME
+
+
+def system_arguments() -> list[DeclareLaunchArgument]:
+    """The launch arguments :func:`launch_nodes` reads besides ``params_file``."""
+    return [
+        DeclareLaunchArgument(
+            "namespace",
+            default_value="",
+            description="run the system under this namespace (e.g. robot1), beside others",
+        ),
+        DeclareLaunchArgument(
+            "use_sim_time", default_value="false", description="read time from /clock"
+        ),
+    ]
 
 
 def launch_nodes(
