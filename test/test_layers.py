@@ -3,7 +3,7 @@ past what a reader takes in (800 lines).
 
 Layers, lowest first: ``core`` (with the helpers that import nothing of the package) ←
 ``pddl``, ``motion``, ``sim`` ← ``planners`` ← ``domains`` ← ``workflow``, ``learning``,
-``config`` ← ``runtime`` ← ``eval``, ``service`` ← ``ros``, ``cli``. A module may import its
+``config``, ``execution`` ← ``runtime`` ← ``eval``, ``service`` ← ``ros``, ``cli``. A module may import its
 own layer or a lower one, at module level or inside a function alike (an import inside a
 function still ties the layers together), so a cycle cannot hide behind a deferred import.
 Type-only imports (``if TYPE_CHECKING:``) do not count: they never run.
@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "workflow": 4,
     "learning": 4,
     "config": 4,
+    "execution": 4,
     "runtime": 5,
     "eval": 6,
     "service": 6,

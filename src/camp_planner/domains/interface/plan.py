@@ -8,6 +8,16 @@ from dataclasses import dataclass, field
 from camp_planner.domains.interface.scene import Pose, Pose2
 
 MODES = ("transit", "transfer", "manipulation")
+OPEN, CLOSE = "open", "close"  # gripper commands
+
+
+@dataclass(frozen=True)
+class GripperAction:
+    """The gripper opens or closes (``command``: :data:`OPEN` or :data:`CLOSE`) once the arm
+    has reached point ``after_point`` of the plan's arm trajectory (a global index)."""
+
+    after_point: int
+    command: str
 
 
 @dataclass(frozen=True)
@@ -25,6 +35,9 @@ class PlanStepData:
     target: Pose  # move: the base pose reached; pick/place: where the object is taken or put
     base_path_end: int  # index of the base pose this step ends at
     arm_trajectory_end: int = 0  # arm trajectory points up to and including this step
+    # What the gripper does during the step, in order: explicit, so that no executor has to
+    # infer it from the action's name (a pick closes after its grasp point, a place opens).
+    gripper: tuple[GripperAction, ...] = ()
 
 
 @dataclass

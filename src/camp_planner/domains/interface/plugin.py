@@ -10,7 +10,8 @@ know nothing else of the domain. It has three parts:
 - the plan geometry: an executed plan (states and actions of the domain's MDP) → steps with
   action names and arguments, base path and arm waypoints;
 - the simulator behind the domain's sim node: publishes a task's scene and executes the plan
-  steps it receives, as a robot would.
+  steps it receives, as a robot would; and the robot at controller level
+  (:class:`~camp_planner.domains.interface.robot.RobotSim`) behind the closed-loop sim robot.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from typing import Any
 from camp_planner.core.context import Context
 from camp_planner.core.mdp import Action, FactoredMDP, State
 from camp_planner.domains.base import Domain
+from camp_planner.domains.interface.errors import ErrorCode, ServiceError
 from camp_planner.domains.interface.plan import PlanGeometry, PlanRecord, PlanStepData
+from camp_planner.domains.interface.robot import RobotSim
 from camp_planner.domains.interface.scene import Scene
 
 Rect = tuple[float, float, float, float]  # (x0, y0, x1, y1) on the floor, metres
@@ -97,3 +100,11 @@ class DomainPlugin(ABC):
     @abstractmethod
     def simulator(self, domain: Domain, config: Mapping[str, Any], task: Any) -> Simulator:
         """A simulator of ``task`` for the domain's sim node."""
+
+    def robot(self, domain: Domain, config: Mapping[str, Any], task: Any) -> RobotSim:
+        """``task``'s robot driven at controller level, for the sim robot node (closed-loop
+        execution); a named error where the domain has none."""
+        raise ServiceError(
+            ErrorCode.UNKNOWN_DOMAIN,
+            f"domain '{self.domain}' has no controller-level robot simulator",
+        )
