@@ -46,6 +46,9 @@ setup(
             "manip_sim = camp_planner.ros.manip_sim_node:main",
             "camp_lifecycle_manager = camp_planner.ros.lifecycle_manager:main",
             "scene_adapter = camp_planner.ros.scene_adapter_node:main",
+            "camp_executor = camp_planner.ros.executor_node:main",
+            "namo_robot = camp_planner.ros.robot_sim_node:main_namo",
+            "manip_robot = camp_planner.ros.robot_sim_node:main_manip",
         ],
     },
 )

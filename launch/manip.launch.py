@@ -21,15 +21,13 @@ from launch.launch_context import LaunchContext
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from camp_planner.ros.launch_system import launch_nodes, system_arguments
+from camp_planner.ros.launch_system import launch_nodes, system_arguments, system_names
 from launch import LaunchDescription
-
-NODES = ("tamp_server", "camp_planner", "manip_sim")
 
 
 def _nodes(context: LaunchContext) -> list[Node]:
     """The system's nodes and its lifecycle manager (``camp_planner.ros.launch_system``)."""
-    return launch_nodes(context, NODES)
+    return launch_nodes(context, system_names(context, "manip"))
 
 
 def generate_launch_description() -> LaunchDescription:

@@ -23,10 +23,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from camp_planner.ros.launch_system import launch_nodes, system_arguments
+from camp_planner.ros.launch_system import launch_nodes, system_arguments, system_names
 from launch import LaunchDescription
-
-NODES = ("tamp_server", "camp_planner", "namo_sim")
 
 
 def _nodes(context: LaunchContext) -> list[Node]:
@@ -35,7 +33,7 @@ def _nodes(context: LaunchContext) -> list[Node]:
     override would hide a ``world`` the file sets."""
     world = LaunchConfiguration("world").perform(context)
     overrides = [{"world": ParameterValue(world, value_type=str)}] if world else []
-    return launch_nodes(context, NODES, overrides)
+    return launch_nodes(context, system_names(context, "namo"), overrides)
 
 
 def generate_launch_description() -> LaunchDescription:

@@ -3,9 +3,10 @@ past what a reader takes in (800 lines).
 
 Layers, lowest first: ``core`` (with the helpers that import nothing of the package) ←
 ``pddl``, ``motion``, ``sim`` ← ``planners`` ← ``domains`` ← ``workflow``, ``learning``,
-``config``, ``execution`` ← ``runtime`` ← ``eval``, ``service`` ← ``ros``, ``cli``. A module may import its
-own layer or a lower one, at module level or inside a function alike (an import inside a
-function still ties the layers together), so a cycle cannot hide behind a deferred import.
+``config``, ``execution`` ← ``runtime`` ← ``eval``, ``service`` ← ``ros``, ``cli``. A module
+may import its own layer or a lower one, at module level or inside a function alike (an
+import inside a function still ties the layers together), so a cycle cannot hide behind a
+deferred import.
 Type-only imports (``if TYPE_CHECKING:``) do not count: they never run.
 """
 

@@ -33,7 +33,14 @@ from rclpy.node import Node
 
 from camp_msgs.msg import ExecutionReport, Plan, Status
 from camp_planner.core.errors import CampError
-from camp_planner.ros.common import EVENTS, EXECUTION_TOPIC, LATCHED, PLAN_TOPIC, STATUS_TOPIC
+from camp_planner.ros.common import (
+    EVENTS,
+    EXECUTION_TOPIC,
+    LATCHED,
+    MANAGED_NODES,
+    PLAN_TOPIC,
+    STATUS_TOPIC,
+)
 from camp_planner.ros.common import resolve_path as resolve_path  # scripts import it from here
 
 RCLError = _rclpy.RCLError  # rclpy raises it, but exports it only from its C extension
@@ -44,6 +51,11 @@ NODE_MODULES = {
     "camp_planner": "camp_planner.ros.camp_planner_node",
 }
 SIM_SUFFIX = "_sim"
+# The closed loop (``camp bringup DOMAIN --closed-loop``): the executor and the domain's
+# simulated robot behind controller actions ("<domain>_robot", robot_sim_node.py) instead of
+# the planner node and the plan-executing sim node.
+EXECUTOR_MODULE = "camp_planner.ros.executor_node"
+ROBOT_SUFFIX = "_robot"
 # Brings the managed ones up (the tamp_server and camp_planner lifecycle nodes).
 MANAGER_MODULE = "camp_planner.ros.lifecycle_manager"
 
@@ -51,6 +63,11 @@ MANAGER_MODULE = "camp_planner.ros.lifecycle_manager"
 def system_nodes(domain: str = "namo") -> tuple[str, ...]:
     """The nodes ``camp bringup DOMAIN`` (and ``launch/DOMAIN.launch.py``) starts."""
     return (*NODE_MODULES, f"{domain}{SIM_SUFFIX}")
+
+
+def closed_loop_nodes(domain: str = "namo") -> tuple[str, ...]:
+    """The nodes ``camp bringup DOMAIN --closed-loop`` starts."""
+    return ("tamp_server", "camp_executor", f"{domain}{ROBOT_SUFFIX}")
 
 
 def start_node(factory: Callable[[], Node]) -> Node:
@@ -185,10 +202,15 @@ def node_command(name: str, params: Path, overrides: Sequence[str] = ()) -> list
     file)."""
     if name in NODE_MODULES:
         target = [NODE_MODULES[name]]
+    elif name == "camp_executor":
+        target = [EXECUTOR_MODULE]
     elif name.endswith(SIM_SUFFIX):
         target = ["camp_planner.ros.sim_node", name.removesuffix(SIM_SUFFIX)]
+    elif name.endswith(ROBOT_SUFFIX):
+        target = ["camp_planner.ros.robot_sim_node", name.removesuffix(ROBOT_SUFFIX)]
     else:
-        raise CampError(f"unknown node '{name}': choose one of {', '.join(system_nodes())}")
+        known = sorted({*system_nodes(), *closed_loop_nodes()})
+        raise CampError(f"unknown node '{name}': choose one of {', '.join(known)}")
     return [sys.executable, "-m", *target, "--ros-args", "--params-file", str(params), *overrides]
 
 
@@ -205,7 +227,7 @@ def start_processes(
     env = dict(os.environ)
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     commands = [node_command(n, params, overrides) for n in names]
-    managed = [n for n in NODE_MODULES if n in names]
+    managed = [n for n in MANAGED_NODES if n in names]
     if manage and managed:
         commands.append(manager_command(managed, overrides))
     return [subprocess.Popen(command, env=env) for command in commands]

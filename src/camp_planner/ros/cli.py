@@ -68,6 +68,20 @@ def add_parsers(sub: Any) -> None:
         action="store_true",
         help="every node reads time from /clock (use_sim_time), as beside a simulator",
     )
+    p.add_argument(
+        "--closed-loop",
+        action="store_true",
+        help="run the closed loop instead: tamp_server, camp_executor and the simulated robot "
+        "(<domain>_robot, behind FollowPath / FollowJointTrajectory / GripperCommand); the "
+        "executor plans, executes step by step, watches the scene and replans",
+    )
+    p.add_argument(
+        "--disturb",
+        action="append",
+        metavar="KIND@CONTROLLER#N",
+        help="with --closed-loop, over the file's disturbances: e.g. block@base#2 (a box moved "
+        "onto the path as the 2nd base goal starts), push@base#1, slip@base#2; 'none' for none",
+    )
     p.add_argument("--processes", action="store_true", help="one process per node (as launch does)")
     p.add_argument("--once", action="store_true", help="exit after the first execution report")
     p.add_argument(
@@ -291,6 +305,8 @@ def _bringup(args: argparse.Namespace) -> int:
     _check_params(params)
     names = system_nodes(args.system)
     sim = names[-1]
+    if args.disturb and not args.closed_loop:
+        raise CampError("--disturb needs --closed-loop")
     # A global -p: every node of the system reads it (and wins over the file's value).
     overrides = (
         [] if args.world is None else ["-p", f"world:='{check_world(args.system, args.world)}'"]
@@ -303,6 +319,8 @@ def _bringup(args: argparse.Namespace) -> int:
     if args.namespace:
         params = params_for_namespace(params, args.namespace, Path(tempfile.mkdtemp()))
     ros_args = ["--ros-args", "--params-file", str(params), *overrides]
+    if args.closed_loop:
+        sim = f"{args.system}_robot"
     if args.task is not None:
         ros_args += ["-p", f"{sim}:task_index:={args.task}"]
     os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
@@ -312,6 +330,13 @@ def _bringup(args: argparse.Namespace) -> int:
         + ("" if args.world is None else f", world {args.world or 'default'}")
         + (f", namespace {_namespace(args.namespace)}" if args.namespace else "")
     )
+    if args.closed_loop:
+        from camp_planner.ros.closed_loop import run_closed_loop
+
+        if args.disturb:
+            given = [d for d in args.disturb if d != "none"] or [""]
+            ros_args += ["-p", f"{sim}:disturbances:={_yaml_list(given)}"]
+        return run_closed_loop(args.system, ros_args, args.processes, args.once, args.wait)
     rclpy.init(args=ros_args)
     procs: list[Any] = []
     nodes: list[Any] = []
@@ -372,6 +397,10 @@ def _bringup(args: argparse.Namespace) -> int:
         executor.shutdown()
         for node in [*nodes, watcher, manager]:
             node.destroy_node()
+
+
+def _yaml_list(values: list[str]) -> str:
+    return "[" + ",".join(f"'{v}'" for v in values) + "]"
 
 
 def _namespace(given: str) -> str:

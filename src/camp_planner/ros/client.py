@@ -4,6 +4,7 @@ client = CampClient()
 answer = client.select_context(scene_msg)          # what `ros2 service call` would do
 result = client.plan(scene_msg, timeout=60.0)       # what `ros2 action send_goal` would do
 report = client.publish_scene(scene_msg) and client.wait_for_execution(120.0)
+result = client.execute(plan=None, timeout=600.0)  # camp_executor: plan, execute, replan
 client.close()
 """
 
@@ -21,12 +22,13 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
-from camp_msgs.action import PlanTask
+from camp_msgs.action import ExecutePlan, PlanTask
 from camp_msgs.msg import ExecutionReport, Plan, SceneObservation, Status
 from camp_msgs.srv import SelectContext
 from camp_planner.ros.bringup import make_executor, spin_executor
 from camp_planner.ros.common import (
     EVENTS,
+    EXECUTE_ACTION,
     EXECUTION_TOPIC,
     LATCHED,
     MARKERS_TOPIC,
@@ -65,6 +67,7 @@ class CampClient:
         self._select_executor = SingleThreadedExecutor()
         self._select_executor.add_node(self._select_node)
         self._plan = ActionClient(self.node, PlanTask, PLAN_ACTION)
+        self._execute = ActionClient(self.node, ExecutePlan, EXECUTE_ACTION)
         self._scene_pub = self.node.create_publisher(SceneObservation, SCENE_TOPIC, LATCHED)
         self._reports: list[ExecutionReport] = []
         self._report_event = threading.Condition()
@@ -228,6 +231,29 @@ class CampClient:
 
     def result(self, handle: Any, timeout: float) -> Any:
         return self._wait(handle.get_result_async(), timeout, "the PlanTask goal").result
+
+    def send_execute_goal(
+        self,
+        plan: Plan | None = None,
+        replan: bool = True,
+        max_replans: int = 0,
+        feedback: Callable[[Any], None] | None = None,
+        wait_s: float = 30.0,
+    ) -> Any:
+        """Send an ``ExecutePlan`` goal to ``camp_executor`` (``plan`` None: it plans for the
+        latest scene first); returns the goal handle, accepted or not."""
+        if not self._execute.wait_for_server(timeout_sec=wait_s):
+            raise ClientError(f"no /{EXECUTE_ACTION} action server")
+        goal = ExecutePlan.Goal(replan=replan, max_replans=int(max_replans))
+        if plan is not None:
+            goal.plan = plan
+        cb = None if feedback is None else (lambda m: feedback(m.feedback))
+        return self._wait(self._execute.send_goal_async(goal, feedback_callback=cb), wait_s, "goal")
+
+    def execute(self, plan: Plan | None = None, timeout: float = 600.0, **kwargs: Any) -> Any:
+        """Execute ``plan`` (or plan first) and wait for the ``ExecutePlan.Result``."""
+        handle = self.send_execute_goal(plan, **kwargs)
+        return self._wait(handle.get_result_async(), timeout, "the ExecutePlan goal").result
 
     def publish_scene(self, scene: SceneObservation) -> None:
         self._scene_pub.publish(scene)

@@ -69,6 +69,9 @@ EXECUTION_TOPIC = "camp/execution_report"
 DIAGNOSTICS_TOPIC = "/diagnostics"  # absolute, as every diagnostics aggregator reads it
 SELECT_SERVICE = "select_context"
 PLAN_ACTION = "plan_task"
+EXECUTE_ACTION = "execute_plan"  # camp_executor's
+# The lifecycle nodes a camp_lifecycle_manager brings up, in this order.
+MANAGED_NODES = ("tamp_server", "camp_planner", "camp_executor")
 
 
 def subscribe_scenes(

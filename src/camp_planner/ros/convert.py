@@ -16,14 +16,23 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from camp_msgs.msg import Candidate as CandidateMsg
 from camp_msgs.msg import Context as ContextMsg
-from camp_msgs.msg import ContextTerm, ObjectObservation, PlanStep, SceneObservation, StageTime
+from camp_msgs.msg import (
+    ContextTerm,
+    GripperAction,
+    ObjectObservation,
+    PlanStep,
+    SceneObservation,
+    StageTime,
+)
 from camp_msgs.msg import Plan as PlanMsg
 from camp_planner.core.context import Context, Term
 from camp_planner.core.errors import CampError
 from camp_planner.core.mdp import freeze
+from camp_planner.domains.interface.plan import GripperAction as GripperActionData
 from camp_planner.domains.interface.plan import PlanRecord, PlanStepData
 from camp_planner.domains.interface.scene import Pose as ScenePose
 from camp_planner.domains.interface.scene import Pose2, Scene, SceneObject
+from camp_planner.execution.commands import ExecutablePlan
 from camp_planner.runtime.selection import Candidate
 from camp_planner.service.types import PlanResult, SelectionResult
 
@@ -226,11 +235,21 @@ def candidate_to_msg(candidate: Candidate) -> Any:
 
 
 # --- plans -----------------------------------------------------------------------------------
-def plan_to_msg(result: PlanResult, frame_id: str, stamp: Any = None) -> PlanMsg:
+def plan_to_msg(
+    result: PlanResult,
+    frame_id: str,
+    stamp: Any = None,
+    plan_id: str = "",
+    scene: SceneObservation | None = None,
+) -> PlanMsg:
+    """The plan message of ``result``, with its id and the scene it was made for."""
     msg = PlanMsg()
     msg.header.frame_id = frame_id
     if stamp is not None:
         msg.header.stamp = stamp
+    msg.plan_id = plan_id
+    if scene is not None:
+        msg.scene = scene
     if result.context is not None:
         msg.context = context_to_msg(result.context)
     msg.fallbacks = int(result.fallbacks)
@@ -260,6 +279,10 @@ def plan_to_msg(result: PlanResult, frame_id: str, stamp: Any = None) -> PlanMsg
                 target=pose_to_msg(step.target),
                 base_path_end=int(step.base_path_end),
                 arm_trajectory_end=int(step.arm_trajectory_end),
+                gripper=[
+                    GripperAction(command=g.command, after_point=int(g.after_point))
+                    for g in step.gripper
+                ],
             )
         )
     msg.stage_times = [StageTime(stage=k, seconds=float(v)) for k, v in result.stage_times.items()]
@@ -284,9 +307,25 @@ def plan_steps(msg: PlanMsg) -> list[PlanStepData]:
             pose_from_msg(s.target),
             int(s.base_path_end),
             int(s.arm_trajectory_end),
+            tuple(GripperActionData(int(g.after_point), g.command) for g in s.gripper),
         )
         for s in msg.steps
     ]
+
+
+def executable_plan(msg: PlanMsg) -> ExecutablePlan:
+    """What an executor needs of a received plan (the scene it was made for is None when the
+    message carries none: no objects and a zero stamp)."""
+    scene = msg.scene
+    carries = bool(scene.objects) or scene.header.stamp.sec != 0 or scene.header.stamp.nanosec
+    return ExecutablePlan(
+        plan_id=msg.plan_id,
+        scene=scene_from_msg(scene) if carries else None,
+        steps=plan_steps(msg),
+        base_path=[pose_from_msg(p.pose).as_planar() for p in msg.base_path.poses],
+        joint_names=tuple(msg.arm_trajectory.joint_names),
+        arm_points=[tuple(float(v) for v in p.positions) for p in msg.arm_trajectory.points],
+    )
 
 
 def plan_record(msg: PlanMsg) -> PlanRecord:

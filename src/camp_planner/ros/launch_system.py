@@ -21,8 +21,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from camp_planner.ros.common import params_for_namespace
-from camp_planner.ros.lifecycle_manager import MANAGED_NODES, NAME
+from camp_planner.ros.common import MANAGED_NODES, params_for_namespace
+from camp_planner.ros.lifecycle_manager import NAME
 
 
 def system_arguments() -> list[DeclareLaunchArgument]:
@@ -36,7 +36,28 @@ def system_arguments() -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             "use_sim_time", default_value="false", description="read time from /clock"
         ),
+        DeclareLaunchArgument(
+            "closed_loop",
+            default_value="",
+            description="empty: the planner and the plan-executing sim node; sim: tamp_server, "
+            "camp_executor and the simulated robot behind controller actions; robot: "
+            "tamp_server and camp_executor, driving your robot's Nav2 and ros2_control",
+        ),
     ]
+
+
+def system_names(context: LaunchContext, domain: str) -> tuple[str, ...]:
+    """The nodes the ``closed_loop`` argument asks for."""
+    from camp_planner.ros.bringup import closed_loop_nodes, system_nodes
+
+    mode = LaunchConfiguration("closed_loop").perform(context)
+    if mode == "sim":
+        return closed_loop_nodes(domain)
+    if mode == "robot":
+        return closed_loop_nodes(domain)[:2]
+    if mode:
+        raise ValueError(f"closed_loop:={mode}: give sim, robot or nothing")
+    return system_nodes(domain)
 
 
 def launch_nodes(

@@ -26,10 +26,8 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from camp_planner.ros.bringup import spin_nodes, start_node
-from camp_planner.ros.common import DIAGNOSTICS_TOPIC
+from camp_planner.ros.common import DIAGNOSTICS_TOPIC, MANAGED_NODES
 
-# The managed nodes of every system, in the order they are configured and activated.
-MANAGED_NODES = ("tamp_server", "camp_planner")
 NAME = "camp_lifecycle_manager"
 ASK_AGAIN_S = 2.0  # seconds before an unanswered state question is asked again
 

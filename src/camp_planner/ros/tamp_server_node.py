@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import uuid
 from typing import Any
 
 import rclpy
@@ -148,6 +149,7 @@ class TampServerNode(ManagedNode):
                     f"tamp_server is {self.state_label}: configure and activate it",
                 ),
                 "",
+                None,
             )
         if not self._busy.acquire(blocking=False):
             handle.abort()
@@ -156,6 +158,7 @@ class TampServerNode(ManagedNode):
                     ErrorCode.BUSY, "another goal is being planned; send this one when it is done"
                 ),
                 "",
+                None,
             )
         try:
             result = self._plan(handle)
@@ -174,7 +177,7 @@ class TampServerNode(ManagedNode):
         except ServiceError as exc:
             handle.abort()
             self.get_logger().warning(f"goal refused: {exc.message}")
-            return self._result(PlanResult.failure(exc.code, exc.message), "")
+            return self._result(PlanResult.failure(exc.code, exc.message), "", None)
         timeout = goal.timeout if goal.timeout > 0 else self.default_timeout
         request = PlanRequest(
             scene=scene_from_msg(goal.scene),
@@ -269,14 +272,18 @@ class TampServerNode(ManagedNode):
         status = "OK" if result.code == ErrorCode.NONE else result.code.name
         if self.context.ok():  # after a shutdown rosout is gone too
             self.get_logger().info(f"goal done: {status} {first_line}")
-        return self._result(result, frame)
+        return self._result(result, frame, goal.scene)
 
-    def _result(self, result: PlanResult, frame: str) -> PlanTask.Result:
+    def _result(self, result: PlanResult, frame: str, scene: Any) -> PlanTask.Result:
         out = PlanTask.Result()
         out.success = result.success
         out.error_code = int(result.code)
         out.error_message = result.message
-        out.plan = plan_to_msg(result, frame or "map", self.get_clock().now().to_msg())
+        # An id no other plan has had, here or in another run: an executor refuses an id it
+        # has executed, so a replayed plan never runs twice.
+        plan_id = f"{self.get_name()}-{uuid.uuid4().hex[:12]}" if result.success else ""
+        stamp = self.get_clock().now().to_msg()
+        out.plan = plan_to_msg(result, frame or "map", stamp, plan_id, scene)
         return out
 
     def destroy_node(self) -> None:

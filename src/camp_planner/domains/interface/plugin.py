@@ -79,6 +79,11 @@ class DomainPlugin(ABC):
         """The scene a perfect perception stack would report for ``task`` in ``state`` (the
         initial state if None)."""
 
+    def held_object(self, scene: Scene) -> str:
+        """The id of the object ``scene`` shows in the robot's gripper, or "" (as the scene
+        adapter reads a held object): what an executor checks a pick or a place by."""
+        return ""
+
     def allowed_regions(self, task: Any, context: Context) -> list[tuple[int, Rect]]:
         """The floor regions ``context`` lets the robot enter in ``task``, each with its
         rectangle: what a viewer tints to show the constraint (none by default)."""

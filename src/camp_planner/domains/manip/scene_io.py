@@ -632,3 +632,9 @@ def _put_down(obj: SceneObject, red: ManipObject, task: ManipTask) -> ManipObjec
             f"strip (x {t.x0:.3f}–{t.x0 + st.staging_depth:.3f} m, top {st.table_height:.2f} m)",
         )
     return replace(red, z=st.table_height)
+
+
+def held_red(scene: Scene) -> str:
+    """The id of the red ``scene`` shows in the gripper (its room ``held_top`` or
+    ``held_side``), or ""."""
+    return next((o.id for o in scene.objects if o.room.startswith(f"{HELD}_")), "")

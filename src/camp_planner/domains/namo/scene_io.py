@@ -626,6 +626,15 @@ def task_from_scene(
     return task, slot_of
 
 
+def held_box(scene: Scene) -> str:
+    """The id of the box ``scene`` shows lifted off the floor (held), or ""."""
+    for obj in scene.objects:
+        lifted = obj.pose.z - obj.size[2] / 2 > HEIGHT_TOLERANCE
+        if obj.object_class == BOX and obj.movable and lifted:
+            return obj.id
+    return ""
+
+
 def _held_box(obj: _Flat, z: float, robot: Pose2, st: NamoSettings) -> _Flat:
     """Box ``obj``, its centre at height ``z`` off the floor, as the box the robot holds: it
     must be where the gripper carries one (:func:`~camp_planner.sim.carry.hold_point`, within
