@@ -32,8 +32,8 @@ from camp_planner.sim.floor_scene import TUCKED, FloorScene
 # The Panda's fingers open 8 cm: with the grasp point up to half that beyond a box's edge,
 # the inner finger still closes on the box, so a box is under the gripper while its centre
 # lies within half its side plus 4 cm of the grasp point (in x, y). A plan's grasp joints
-# put the gripper within the IK's 1.5 cm of the centre; boxes stand at least a box apart
-# from centre to centre, so no two boxes are under the gripper at once.
+# put the gripper on the centre. Boxes never overlap, so a gripper over one box's top is
+# nearer its centre than any other's: of the boxes within reach, the nearest is taken.
 FINGER_REACH = 0.04
 # Metres the grasp point may lie off the height a pick sends it to (2 cm above the box's
 # top): IK lands within 1.5 cm of it, and fingers about 5 cm long, sent higher, close on air.
@@ -162,13 +162,11 @@ class NamoRobot(RobotSim):
         _, name = min(near)
         nxt = self.mdp.simulate(self.state, ("pick", None, name))
         if nxt[2] != name:
-            pose = self.base_pose()
             bx, by = self._floor_boxes()[name]
-            why = (
-                "out of the arm's reach"
-                if not in_reach(pose, bx, by)
-                else "lifting it would strike something"
+            reaches = in_reach(self.base_pose(), bx, by) and self._scene().arm_reaches(
+                bx, by, self._top
             )
+            why = "lifting it would strike something" if reaches else "out of the arm's reach"
             return f"could not pick {name} under the gripper at {at}: {why}"
         self.state = nxt
         return ""
