@@ -67,7 +67,9 @@ def test_scene_in_plan_out_and_the_simulator_reaches_the_goal(system: Any) -> No
     assert plan.context.id and plan.base_path.poses and plan.steps
     assert plan.base_path.header.frame_id == "map"
     assert plan.arm_trajectory.joint_names[0] == "panda_joint1"
-    assert len(plan.arm_trajectory.points) == sum(s.action in ("pick", "place") for s in plan.steps)
+    # Each pick or place: the arm to its grasp (put-down) point, then tucked again.
+    manipulations = sum(s.action in ("pick", "place") for s in plan.steps)
+    assert len(plan.arm_trajectory.points) == 2 * manipulations
     stages = {s.stage for s in plan.stage_times}
     assert {"selection", "camp_construction", "task_planning", "motion_planning"} <= stages
     assert plan.expected_return == 1000.0

@@ -94,7 +94,8 @@ def test_a_plan_executes_to_the_goal_in_a_fresh_simulator(service: CampService) 
     assert result.context is not None and result.contexts_tried
     manipulations = [s for s in result.steps if s.action in ("pick", "place")]
     assert manipulations, "this task needs a box moved"
-    assert len(result.arm_waypoints) == len(manipulations)
+    # Each pick or place: the arm to its grasp (put-down) point, then tucked again.
+    assert len(result.arm_waypoints) == 2 * len(manipulations)
     assert all(len(q) == len(PANDA_JOINTS) for _, q in result.arm_waypoints)
     assert {"selection", "camp_construction", "task_planning", "motion_planning"} <= set(
         result.stage_times
@@ -105,7 +106,13 @@ def test_a_plan_executes_to_the_goal_in_a_fresh_simulator(service: CampService) 
     # NAMO's actions name their box as their one argument; a step counts the arm motions so far.
     for step in result.steps:
         assert step.arguments == ([] if step.action == "move" else step.objects)
-    assert [s.arm_trajectory_end for s in manipulations] == list(range(1, len(manipulations) + 1))
+    ends = list(range(2, 2 * len(manipulations) + 1, 2))
+    assert [s.arm_trajectory_end for s in manipulations] == ends
+    # The gripper closes (opens) at the grasp (put-down) point, before the tuck.
+    assert [[(a.after_point, a.command) for a in s.gripper] for s in manipulations] == [
+        [(end - 2, "close" if s.action == "pick" else "open")]
+        for s, end in zip(manipulations, ends, strict=True)
+    ]
     assert result.steps[-1].arm_trajectory_end == len(result.arm_waypoints)
     # Replayed by a simulator of its own, the plan reaches the goal without a collision.
     mdp = service.pipe.domain.make_mdp(task, service.pipe.config)

@@ -207,8 +207,17 @@ class NamoMDP(FactoredMDP):
         return nxt
 
     def _step(self, state: State, action: Action) -> State:
+        if action[0] == NONE or self.is_terminal(state):
+            return state
+        return self.simulate(state, action)
+
+    def simulate(self, state: State, action: Action) -> State:
+        """The world's successor of ``state`` under ``action``, whether or not the episode
+        has ended in ``state``: a robot driven by its controllers (:mod:`.robot`) keeps
+        moving once it is within reach of the goal, where :meth:`step` stops the episode.
+        Not remembered: a robot's states rarely repeat."""
         op, target, obj = action
-        if op == NONE or self.is_terminal(state):
+        if op == NONE:
             return state
         scene = self.sync(state)
         pose = state[0]

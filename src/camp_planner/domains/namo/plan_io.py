@@ -12,11 +12,18 @@ import math
 from collections.abc import Mapping, Sequence
 
 from camp_planner.core.mdp import Action, State
-from camp_planner.domains.interface.plan import PlanGeometry, PlanStepData
+from camp_planner.domains.interface.plan import (
+    CLOSE,
+    OPEN,
+    GripperAction,
+    PlanGeometry,
+    PlanStepData,
+)
 from camp_planner.domains.interface.scene import Pose, Pose2
 from camp_planner.domains.namo.layout import N_FIXED, NONE, layout
 from camp_planner.domains.namo.mdp import NamoMDP
 from camp_planner.domains.namo.world import NamoSettings, NamoTask
+from camp_planner.sim.floor_scene import TUCKED
 
 PANDA_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 
@@ -25,8 +32,10 @@ def plan_geometry(
     mdp: NamoMDP, states: Sequence[State], actions: Sequence[Action], slot_to_id: Mapping[str, str]
 ) -> PlanGeometry:
     """The steps (``move`` with no arguments, ``pick`` / ``place`` with the box's scene id),
-    base poses and (step index, Panda joint angles) of every pick and place of an executed
-    plan, with objects named by the scene's ids."""
+    base poses and arm waypoints (step index, Panda joint angles) of an executed plan, with
+    objects named by the scene's ids. A pick's arm goes to its grasp joints, where the
+    gripper closes (the step's :class:`GripperAction`), then back to tucked; a place's
+    likewise to its put-down joints, where the gripper opens."""
     st = mdp.task.settings if mdp.task is not None else NamoSettings()
     top = st.box_size[2] + 0.02
     pose0 = states[0][0]
@@ -60,9 +69,19 @@ def plan_geometry(
                 xy = (float(target[0]), float(target[1]))
                 objects = [name]
             scene = mdp.sync(before)
-            joints = scene.arm_solution(xy[0], xy[1], top)
+            joints = scene.precise_arm_solution(xy[0], xy[1], top)
             if joints is not None:
                 arm.append((len(steps), joints))
+            elif not arm:
+                # No solution (the executed step had one, so only for states the MDP did not
+                # produce): the gripper acts where the arm already is, which must be a point
+                # of the trajectory for the action to name it; before any motion, tucked.
+                arm.append((len(steps), TUCKED))
+            # The gripper acts at the grasp (or put-down) point, then the arm tucks again for
+            # driving: the simulator checks every drive with the arm tucked.
+            acts = GripperAction(len(arm) - 1, CLOSE if op == "pick" else OPEN)
+            if joints is not None:
+                arm.append((len(steps), TUCKED))
             steps.append(
                 PlanStepData(
                     str(op),
@@ -72,6 +91,7 @@ def plan_geometry(
                     Pose.planar(xy[0], xy[1], base[2]),
                     len(path) - 1,
                     len(arm),
+                    (acts,),
                 )
             )
     return PlanGeometry(steps, path, PANDA_JOINTS, arm)

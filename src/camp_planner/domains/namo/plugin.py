@@ -1,4 +1,5 @@
-"""NAMO's robot plug-in: its scene adapter, plan geometry and simulator.
+"""NAMO's robot plug-in: its scene adapter, plan geometry, simulator and controller-level
+robot (:mod:`.robot`).
 
 Registered in :mod:`camp_planner.domains` under ``namo``; the service and the ROS nodes
 (``namo_sim`` is :class:`NamoSimulator` behind the generic sim node) use only this. The
@@ -16,6 +17,7 @@ from camp_planner.core.mdp import Action, FactoredMDP, State
 from camp_planner.domains.base import Domain
 from camp_planner.domains.interface.plan import PlanGeometry, PlanRecord, PlanStepData
 from camp_planner.domains.interface.plugin import DomainPlugin, Rect, Simulator
+from camp_planner.domains.interface.robot import RobotSim
 from camp_planner.domains.interface.scene import Scene
 from camp_planner.domains.namo.domain import world_settings
 from camp_planner.domains.namo.mdp import NamoMDP
@@ -62,6 +64,15 @@ class NamoPlugin(DomainPlugin):
         mdp = domain.make_mdp(task, config)
         assert isinstance(mdp, NamoMDP)
         return NamoSimulator(task, mdp)
+
+    def robot(self, domain: Domain, config: Mapping[str, Any], task: Any) -> RobotSim:
+        # Loaded here: the planning workers load the plug-in and never drive a robot.
+        from camp_planner.domains.namo.robot import NamoRobot
+
+        assert isinstance(task, NamoTask)
+        mdp = domain.make_mdp(task, config)
+        assert isinstance(mdp, NamoMDP)
+        return NamoRobot(task, mdp)
 
 
 class NamoSimulator(Simulator):
