@@ -22,7 +22,7 @@ from camp_planner.domains.interface.scene import Scene
 from camp_planner.domains.namo.domain import world_settings
 from camp_planner.domains.namo.mdp import NamoMDP
 from camp_planner.domains.namo.plan_io import execute_steps, moved_boxes, plan_geometry
-from camp_planner.domains.namo.scene_io import scene_from_task, task_from_scene
+from camp_planner.domains.namo.scene_io import held_box, scene_from_task, task_from_scene
 from camp_planner.domains.namo.world import NamoTask
 
 ROOM_VARIABLE = "robot_room"  # the context variable that confines the robot to rooms
@@ -40,6 +40,9 @@ class NamoPlugin(DomainPlugin):
     def scene_from_task(self, task: Any, state: State | None, frame_id: str) -> Scene:
         assert isinstance(task, NamoTask)
         return scene_from_task(task, state, frame_id)
+
+    def held_object(self, scene: Scene) -> str:
+        return held_box(scene)
 
     def allowed_regions(self, task: Any, context: Context) -> list[tuple[int, Rect]]:
         """The rooms ``context`` lets the robot enter (every room under a context that does
