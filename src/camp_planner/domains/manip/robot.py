@@ -412,19 +412,34 @@ class ManipRobot(RobotSim):
                     return name
         return ""
 
+    def _side_grasp_works(self, red: str, pose: Pose2) -> bool:
+        """Whether a side grasp of ``red`` works from base ``pose`` as the world stands (the
+        base is put back)."""
+        sim = self._sim
+        here = sim.pose
+        try:
+            sim.set_base(pose)
+            return sim.check_grasp(sim.grasp(red, SIDE)).ok
+        finally:
+            sim.set_base(here)
+
     def block_path(self, path: Sequence[Pose2], rng: random.Random) -> str:
-        """A blue moved into the way of the grasp ahead: the red nearest the arm's mount at
-        the end of ``path`` (where the robot is going; its current pose if ``path`` is
-        empty) gets a blue (chosen at random) beside it on the side facing the mount, in
-        the corridor a side grasp comes in through. The model's blues stand only on the left
-        table, so a blue on the floor (in the base's way) is no scene the planner could read;
-        a blue that spoils the next grasp is the manipulation domain's obstacle. A top grasp
-        comes down from above and closes 3 cm below the red's top, above a blue's (the MDP's
-        geometry), so the blocked grasp is the side one."""
+        """A blue moved into the way of the grasp ahead: of the reds whose side grasp works
+        from the end of ``path`` (where the robot is going; where it stands if ``path`` is
+        empty), the nearest the arm's mount gets a blue (chosen at random) beside it on the
+        side facing the mount, where the grasp then fails. The model's blues stand only on
+        the left table, so a blue on the floor (in the base's way) is no scene the planner
+        could read; a blue that spoils the grasp ahead is this domain's obstacle. A top grasp
+        comes down from above and closes 3 cm below the red's top, above a blue's, so the
+        grasp blocked is a side one; "" if no side grasp works from there."""
         end = path[-1] if path else self.base_pose()
         pose = (float(end[0]), float(end[1]), float(end[2]))
         mx, my, _ = self._mount(pose)
-        reds = [n for n in self._near_gripper(pose) if self._objects[n].kind == "red"]
+        reds = [
+            n
+            for n in self._near_gripper(pose)
+            if self._objects[n].kind == "red" and self._side_grasp_works(n, pose)
+        ]
         if not reds:
             return ""
         red = reds[0]
@@ -434,11 +449,15 @@ class ManipRobot(RobotSim):
         rng.shuffle(blues)
         reach = self._objects[red].radius
         for blue in blues:
+            home = self._where(blue)
             for _ in range(DRAWS):
                 a = facing + rng.uniform(-0.4, 0.4)
                 d = reach + self._objects[blue].radius + rng.uniform(GAP, 3 * GAP)
-                if self._move_to(blue, rx + d * math.cos(a), ry + d * math.sin(a)):
+                if not self._move_to(blue, rx + d * math.cos(a), ry + d * math.sin(a)):
+                    continue
+                if not self._side_grasp_works(red, pose):
                     return blue
+                self._sim.place_object(blue, *home)
         return ""
 
     def slip(self) -> str:
