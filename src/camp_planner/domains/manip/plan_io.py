@@ -20,6 +20,12 @@ step (``PlanStepData.gripper``, after a global arm point), from the simulator's 
 * regrasp: the put-down's approach, goal, *open*, retreat, then the side pick's approach,
   grasp, *close*, retreat.
 
+Each program starts from the stowed arm and ends stowed, with via points where a straight
+joint-space motion would touch something (:func:`_transit`): every base pose of a plan (the
+MDP's moves, the TAMP planner's OMPL paths) was checked with the arm stowed, so the base
+drives with it stowed, and straight from the stowed pose to an approach the forearm sweeps
+through the table's edge.
+
 Retreats (:func:`_retreat`): a top pick retreats to its approach, straight above the grasp.
 A side pick's approach is beside the red at the height it stands, so backing out to it would
 drag the held red across the table top (its bottom touches the table throughout, and the
