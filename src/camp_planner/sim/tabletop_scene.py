@@ -316,6 +316,21 @@ class TabletopScene:
         )
         return (tuple(state[4]), tuple(state[5]))
 
+    def gripper_axes(self) -> tuple[Vec3, Vec3, Vec3]:
+        """The gripper's x, y and z axes in the world frame (it points along z, its fingers
+        close along y)."""
+        m = pb.getMatrixFromQuaternion(self.gripper_pose()[1], physicsClientId=self.client)
+        return ((m[0], m[3], m[6]), (m[1], m[4], m[7]), (m[2], m[5], m[8]))
+
+    def touches_robot(self, name: str) -> bool:
+        """Whether object ``name``, as it stands, penetrates the base or the arm."""
+        body, c = self.objects[name], self.client
+        return any(
+            p[8] < _CONTACT
+            for other in (self.base, self.arm)
+            for p in pb.getClosestPoints(body, other, 0.0, physicsClientId=c)
+        )
+
     def object_pose(self, name: str) -> Transform:
         pos, orn = pb.getBasePositionAndOrientation(self.objects[name], physicsClientId=self.client)
         return (tuple(pos), tuple(orn))
@@ -351,16 +366,19 @@ class TabletopScene:
         self._held_rel = (tuple(rel[0]), tuple(rel[1]))
         self.held = name
 
-    def hold(self, name: str, style: str) -> None:
+    def hold(self, name: str, style: str, flip: bool = False) -> None:
         """Hold object ``name`` in a canonical ``style`` grasp (upright, grasped at the
         style's height, facing the hand's heading), wherever the gripper is, without any
-        check: for a simulator restoring a state that only says *what* is held and *how*."""
+        check: for a simulator restoring a state that only says *what* is held and *how*.
+        ``flip``: as the hand turned half a turn about its axis grasped it
+        (:func:`hand_orientation`); a side grasp so made holds the object otherwise in the
+        hand, and only a placement in the same hand orientation stands it upright."""
         if self.held is not None:
             raise RuntimeError(f"already holding {self.held}")
         sections = self._sections[name]
         h = grasp_height(style, sections)
         width = swept_width(style, sections, h, self.world.settings.finger_pad)
-        orientation = hand_orientation(style, 0.0)
+        orientation = hand_orientation(style, 0.0, flip)
         # The object's frame in the grasp point's frame: the inverse of the grasp point's
         # pose in the frame of an upright object at the origin.
         rel = pb.invertTransform((0.0, 0.0, h), orientation, physicsClientId=self.client)
@@ -418,11 +436,13 @@ class TabletopScene:
                     hits.add(name)
         return hits
 
-    def base_collisions(self, pose: Pose2D, margin: float = 0.0) -> set[str]:
+    def base_collisions(self, pose: Pose2D, margin: float = 0.0, tuck: bool = True) -> set[str]:
         """What the robot, arm tucked (with any held object), hits at base ``pose``; the
         robot is left there. Pair it with the world's floor bounds for a base pose's
-        validity."""
-        self.tuck()
+        validity. ``tuck=False`` checks the arm where it stands instead: a robot driven at
+        controller level carries its arm as its last arm command left it."""
+        if tuck:
+            self.tuck()
         self.set_base(pose)
         c = self.client
         if not self._near_anything(margin):
@@ -564,6 +584,10 @@ class TabletopScene:
         dot = abs(sum(a * b for a, b in zip(orn, orientation, strict=True)))
         return 2 * math.acos(min(1.0, dot)) <= IK_ANGLE_TOLERANCE
 
+    def within_limits(self, q: Sequence[float]) -> bool:
+        """Whether joints ``q`` lie within the arm's limits."""
+        return self._within_limits(q)
+
     def _within_limits(self, q: Sequence[float]) -> bool:
         lower, upper = self._limits
         return all(lo - 1e-6 <= v <= u + 1e-6 for v, lo, u in zip(q, lower, upper, strict=True))
@@ -594,20 +618,24 @@ class TabletopScene:
         orientation = hand_orientation(style, yaw)
         return Grasp(name, style, yaw, at, orientation, approach, h, width)
 
-    def check_grasp(self, grasp: Grasp) -> ArmCheck:
+    def check_grasp(self, grasp: Grasp, flips: Sequence[bool] = (False, True)) -> ArmCheck:
         """Whether ``grasp`` is feasible from the current base pose (see the module's
         docstring); the arm is left as it was."""
         opening = self.world.settings.gripper_max_opening
         if grasp.width >= opening:
             return ArmCheck(False, "too_wide")
-        return self._check_motion(grasp, opening)
+        return self._check_motion(grasp, opening, flips)
 
-    def _check_motion(self, grasp: Grasp, opening: float | None) -> ArmCheck:
-        """IK at the approach and the goal (in either of the gripper's two equivalent
-        orientations), then collisions of the arm (and any held object) at both and at
-        ``PATH_STEPS`` joint-space poses between them."""
+    def _check_motion(
+        self, grasp: Grasp, opening: float | None, flips: Sequence[bool] = (False, True)
+    ) -> ArmCheck:
+        """IK at the approach and the goal (in the first of the gripper's two equivalent
+        orientations, ``flips``, that IK reaches), then collisions of the arm (and any held
+        object) at both and at ``PATH_STEPS`` joint-space poses between them."""
         goal, approach = grasp.position, grasp.approach
-        for flip in (False, True):
+        goal_q: tuple[float, ...] | None = None
+        orientation = grasp.orientation
+        for flip in flips:
             orientation = hand_orientation(grasp.style, grasp.yaw, flip)
             goal_q = self.solve_ik(goal, orientation)
             if goal_q is not None:
@@ -662,11 +690,11 @@ class TabletopScene:
         orientation = hand_orientation(grasp.style, yaw)
         return Grasp(self.held, grasp.style, yaw, at, orientation, above, grasp.height, grasp.width)
 
-    def check_place(self, place: Grasp) -> ArmCheck:
+    def check_place(self, place: Grasp, flips: Sequence[bool] = (False, True)) -> ArmCheck:
         """Whether the held object can be lowered to ``place`` (from :meth:`place_pose`) from
         the current base pose: IK, and no collision of the arm or the held object on the
         way down (an occupied bin's occupant, a bin's wall, a neighbour)."""
-        return self._check_motion(place, None)
+        return self._check_motion(place, None, flips)
 
     def place(self, place: Grasp, check: ArmCheck) -> None:
         """Execute a feasible placement: lower, let go (fingers open), tuck the arm."""

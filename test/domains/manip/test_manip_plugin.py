@@ -24,6 +24,7 @@ from camp_planner.domains.manip.mdp import ManipMDP
 from camp_planner.domains.manip.plan_io import PANDA_JOINTS, execute_steps, move_path
 from camp_planner.domains.manip.plugin import ManipPlugin, ManipSimulator
 from camp_planner.domains.manip.world import generate_task
+from camp_planner.sim.tabletop_scene import STOWED
 
 pytestmark = pytest.mark.pybullet
 
@@ -140,16 +141,35 @@ def test_the_base_path_runs_from_the_start_through_each_move(
     assert move_path(mdp, "start", "left_5") == [TASK.start, mdp.poses["left_5"]]
 
 
-def test_each_pick_and_place_gives_the_arm_two_waypoints_and_a_regrasp_four(
+def test_each_manipulation_is_an_arm_program_with_explicit_gripper_actions(
     geometry: PlanGeometry,
 ) -> None:
     assert geometry.joint_names == PANDA_JOINTS
-    assert len(geometry.arm_waypoints) == 2 * (2 + 4 + 2)
-    per_step = [sum(1 for k, _ in geometry.arm_waypoints if k == i) for i in range(10)]
-    assert per_step == [0, 2, 0, 4, 2, 0, 2, 0, 4, 2]
     assert all(len(q) == 7 for _, q in geometry.arm_waypoints)
+    points = [q for _, q in geometry.arm_waypoints]
     ends = [s.arm_trajectory_end for s in geometry.steps]
-    assert ends == [0, 2, 2, 6, 8, 8, 10, 10, 14, 16]
+    assert ends[-1] == len(points) and ends == sorted(ends)
+    start = 0
+    for i, step in enumerate(geometry.steps):
+        assert [k for k, _ in geometry.arm_waypoints[start : step.arm_trajectory_end]] == [i] * (
+            step.arm_trajectory_end - start
+        )
+        commands = [a.command for a in step.gripper]
+        if step.action == "move":
+            assert step.arm_trajectory_end == start and commands == []
+        else:
+            # From the stowed arm back to it (the base drives with it stowed), the gripper
+            # closing on a pick, opening on a place, both on a regrasp.
+            assert points[step.arm_trajectory_end - 1] == STOWED
+            assert (
+                commands
+                == {"pick": ["close"], "place": ["open"], "regrasp": ["open", "close"]}[step.action]
+            )
+            for action in step.gripper:
+                assert start + 1 <= action.after_point < step.arm_trajectory_end - 1
+                # After the goal, the retreat: the arm comes back the way it went, or above.
+                assert points[action.after_point - 1] != points[action.after_point]
+        start = step.arm_trajectory_end
 
 
 def test_executing_the_plan_s_steps_reaches_the_goal(geometry: PlanGeometry) -> None:

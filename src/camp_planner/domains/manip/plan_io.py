@@ -11,24 +11,60 @@ The steps, with their arguments in the domain's order (objects named by the scen
 * ``pick`` (``[red, top|side]``), ``regrasp`` (``[red, side]``: put down on a staging spot,
   picked again from the side) and ``place`` (``[red, bin_j]``), all ``manipulation``.
 
-Each pick and place adds the arm's joints at its approach and at its goal to the arm
-waypoints (a regrasp four: its put-down, then its side pick), from the simulator's own
-checks (:meth:`TabletopScene.check_grasp` / :meth:`~TabletopScene.check_place`).
+Each pick and place gives the arm an explicit program, with the gripper's actions on the
+step (``PlanStepData.gripper``, after a global arm point), from the simulator's own checks
+(:meth:`TabletopScene.check_grasp` / :meth:`~TabletopScene.check_place`):
+
+* pick: approach, grasp, *close*, retreat (holding the red);
+* place: approach, goal, *open*, retreat (empty-handed);
+* regrasp: the put-down's approach, goal, *open*, retreat, then the side pick's approach,
+  grasp, *close*, retreat.
+
+Each program starts from the stowed arm and ends stowed, with via points where a straight
+joint-space motion would touch something (:func:`_transit`): every base pose of a plan (the
+MDP's moves, the TAMP planner's OMPL paths) was checked with the arm stowed, so the base
+drives with it stowed, and straight from the stowed pose to an approach the forearm sweeps
+through the table's edge.
+
+Retreats (:func:`_retreat`): a top pick retreats to its approach, straight above the grasp.
+A side pick's approach is beside the red at the height it stands, so backing out to it would
+drag the held red across the table top (its bottom touches the table throughout, and the
+swept red, wider and lower than the gripper that came in, was never checked): it lifts
+straight up by :data:`~camp_planner.sim.tabletop_scene.APPROACH` instead, as
+:meth:`TabletopScene.pick` does. A place (or a put-down) retreats to its approach, straight
+above, when the open fingers clear the released red on the way; under a fat red's cap they do
+not (a side grasp closes on the stem below the cap), so it backs off horizontally along the
+gripper's heading, the way a side grasp came in. Each retreat is checked as the grasps are,
+in joint space with the arm, and a held red, against every body of the world.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 
 from camp_planner.core.mdp import Action, State
-from camp_planner.domains.interface.plan import PlanGeometry, PlanStepData
+from camp_planner.domains.interface.plan import (
+    CLOSE,
+    OPEN,
+    GripperAction,
+    PlanGeometry,
+    PlanStepData,
+)
 from camp_planner.domains.interface.scene import Pose, Pose2
 from camp_planner.domains.manip.layout import NONE
 from camp_planner.domains.manip.mdp import ManipMDP
 from camp_planner.domains.manip.world import Pose2D
-from camp_planner.sim.tabletop_geometry import SIDE
-from camp_planner.sim.tabletop_scene import ArmCheck
+from camp_planner.sim.tabletop_geometry import SIDE, TOP, hand_orientation
+from camp_planner.sim.tabletop_scene import (
+    APPROACH,
+    PATH_STEPS,
+    STOWED,
+    ArmCheck,
+    Grasp,
+    TabletopScene,
+)
 
 # The Panda's arm joints, as the URDF names joints 0-6 (TabletopScene.ARM_JOINTS).
 PANDA_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
@@ -65,26 +101,224 @@ def _waypoints(check: ArmCheck) -> list[tuple[float, ...]]:
     return [q for q in (check.approach_q, check.goal_q) if q is not None]
 
 
-def _regrasp_checks(
-    mdp: ManipMDP, state: State, red: str
-) -> tuple[tuple[float, float, float] | None, list[tuple[float, ...]]]:
-    """Where the regrasp from ``state`` puts ``red`` down (the first staging spot that takes
-    it and lets the arm pick it from the side, as the MDP's regrasp chooses) and the arm's
-    joints of the put-down and the pick; (None, []) if none does."""
-    assert mdp.task is not None
+Joints = tuple[float, ...]
+# The arm raised nearly upright above its mount (elbow slightly bent, hand forward): every link
+# is above the tallest object of the world, so the first joint can turn the arm there. The
+# stowed arm is folded low over the base, and a joint-space motion straight from it to an
+# approach over a table sweeps the forearm through the table's edge.
+HIGH: Joints = (0.0, 0.0, 0.0, -0.5, 0.0, 1.0, 0.8)
+# Metres a transit raises the gripper above an approach before turning the arm, in order of
+# preference (IK does not reach every one from every pose).
+LIFTS = (0.15, 0.08, 0.25)
+# A transit (unlike an approach, which ends touching) keeps this clear of everything: the
+# robot samples its motion elsewhere than the check did, and a grazing pass failed there.
+CLEARANCE = 0.01
+CHECK_STEP = 0.05  # radians between the arm poses a motion is checked at (every joint)
+
+
+def motion_hits(
+    scene: TabletopScene, start: Sequence[float], end: Sequence[float], margin: float = 0.0
+) -> set[str]:
+    """What the arm (and a held object) touches moving in joint space from ``start`` to
+    ``end``, at poses at most ``CHECK_STEP`` apart in every joint (``PATH_STEPS`` between the
+    ends at least, as the scene's grasp checks sample an approach), the ends included, closer
+    than ``margin``; the arm is left at ``end``."""
+    widest = max((abs(b - a) for a, b in zip(start, end, strict=True)), default=0.0)
+    n = max(PATH_STEPS + 1, math.ceil(widest / CHECK_STEP))
+    hits: set[str] = set()
+    for k in range(n + 1):
+        t = k / n
+        scene.set_arm([a + t * (b - a) for a, b in zip(start, end, strict=True)])
+        hits |= scene.arm_collisions(margin)
+    return hits
+
+
+def _high(q0: float) -> Joints:
+    return (q0, *HIGH[1:])
+
+
+def _above(scene: TabletopScene, q: Joints) -> Joints | None:
+    """Arm joints with the gripper straight above where ``q`` puts it, in the same
+    orientation: the first of :data:`LIFTS` that IK reaches, seeded from ``q`` (the nearby
+    solution) or else from its usual seeds (None for the stowed arm, or if IK finds none)."""
+    if q == STOWED:
+        return None
+    before = scene.arm_joints()
+    scene.set_arm(q)
+    (x, y, z), orientation = scene.gripper_pose()
+    scene.set_arm(before)
+    for lift in LIFTS:
+        for seed in (q, None):
+            found = scene.solve_ik((x, y, z + lift), orientation, seed=seed)
+            if found is not None:
+                return found
+    return None
+
+
+def _transit(scene: TabletopScene, start: Joints, end: Joints) -> list[Joints]:
+    """The via points between two arm poses (ends excluded): the first of these chains whose
+    every motion is clear: none (straight in joint space); straight up from ``start`` /
+    down to ``end`` (:func:`_above`); up to :data:`HIGH` facing ``start``'s way, turned to
+    ``end``'s; both. The stowed arm is folded low over the base, and a straight motion from
+    it to an approach over a table sweeps the forearm through the table's edge; coming down
+    from HIGH straight to a side approach, beside the red at its height, swept the hand
+    through the red. The last chain, if none is clear (the executing robot then stops)."""
+    up, down = _above(scene, start), _above(scene, end)
+    high = [_high(start[0]), _high(end[0])]
+    chains: list[list[Joints]] = [
+        [],
+        [q for q in (up, down) if q is not None],
+        high,
+        [*high, *([down] if down is not None else [])],
+        [*([up] if up is not None else []), *high, *([down] if down is not None else [])],
+    ]
+    for chain in chains:
+        poses = [start, *chain, end]
+        if not any(motion_hits(scene, a, b, CLEARANCE) for a, b in itertools.pairwise(poses)):
+            return chain
+    return chains[-1]
+
+
+def _offset(
+    check: ArmCheck, goal: Grasp, scene: TabletopScene, dx: float, dy: float, dz: float
+) -> Joints | None:
+    """Arm joints putting the gripper at ``goal``'s position moved by (dx, dy, dz), in the
+    orientation the check's IK found, seeded from its goal joints (the nearby solution)."""
+    assert check.goal_q is not None
+    x, y, z = goal.position
+    return scene.solve_ik(
+        (x + dx, y + dy, z + dz), check.orientation or goal.orientation, seed=check.goal_q
+    )
+
+
+def _retreat(scene: TabletopScene, goal: Grasp, check: ArmCheck, holding: bool) -> Joints:
+    """Where the arm withdraws to from ``check``'s goal (see the module's docstring), with the
+    scene set up as after the gripper acted there: ``holding`` the red (a pick) or with the
+    released red standing (a place). The first candidate the arm (and the red) clears, else
+    the first: the executing robot then refuses the motion and says why."""
+    assert check.goal_q is not None and check.approach_q is not None
+    if holding:
+        up = check.approach_q if goal.style == TOP else _offset(check, goal, scene, 0, 0, APPROACH)
+        candidates = [up, check.approach_q]
+    else:
+        back = (-APPROACH * math.cos(goal.yaw), -APPROACH * math.sin(goal.yaw), 0.0)
+        candidates = [check.approach_q, _offset(check, goal, scene, *back)]
+    found = [q for q in candidates if q is not None]
+    for q in found:
+        if not motion_hits(scene, check.goal_q, q):
+            return q
+    return found[0]
+
+
+def _program(
+    scene: TabletopScene, start: Joints, goal: Grasp, check: ArmCheck, pick: bool
+) -> tuple[list[Joints], int]:
+    """One grasp's or placement's arm points from arm pose ``start``: the via points to its
+    approach, the approach, the goal, then (after the gripper acted at the goal, whose index
+    is returned too) the retreat. The scene is left as after it: a picked red held, a placed
+    one standing."""
+    assert check.goal_q is not None and check.approach_q is not None
+    st = scene.world.settings
+    if pick:
+        scene.set_arm(start, st.gripper_max_opening)
+    points = [*_transit(scene, start, check.approach_q), check.approach_q, check.goal_q]
+    if pick:
+        scene.set_arm(check.goal_q, goal.width)
+        scene.attach(goal.obj)
+        scene.held_grasp = goal
+    else:
+        scene.set_arm(check.goal_q)
+        red = scene.detach()
+        x, y, z = goal.position
+        scene.place_object(red, x, y, z - goal.height)
+        scene.set_arm(check.goal_q, st.gripper_max_opening)
+    points.append(_retreat(scene, goal, check, holding=pick))
+    return points, len(points) - 2
+
+
+def _stow(scene: TabletopScene, last: Joints) -> list[Joints]:
+    """The arm's points from ``last`` back to :data:`STOWED`, where the base drives with it
+    (every base pose of a plan was checked with the arm stowed)."""
+    return [*_transit(scene, last, STOWED), STOWED]
+
+
+def _manipulation(
+    mdp: ManipMDP, state: State, moves: Sequence[tuple[Grasp, ArmCheck, bool]], flip: bool
+) -> tuple[list[Joints], list[int]]:
+    """The arm points of grasps and placements done in turn from ``state`` (each ``(goal,
+    check, pick)``; a held red as taken with the hand orientation ``flip``), from the stowed
+    arm back to it, and the index of each goal point (the gripper acts after it); the scene
+    is synced to ``state`` first and left to be rebuilt."""
+    scene = _holding(mdp, state, flip)
+    points: list[Joints] = []
+    acts: list[int] = []
+    try:
+        last: Joints = STOWED
+        for goal, check, pick in moves:
+            found, k = _program(scene, last, goal, check, pick)
+            acts.append(len(points) + k)
+            points += found
+            last = found[-1]
+        points += _stow(scene, last)
+    finally:
+        if scene.held is not None:  # the next sync rebuilds the state's scene
+            scene.detach()
+        scene.set_arm(STOWED)
+    return points, acts
+
+
+def flipped(check: ArmCheck, goal: Grasp) -> bool:
+    """Whether the hand reached ``goal`` turned half a turn about its axis (the second of its
+    two orientations, :func:`hand_orientation`)."""
+    if check.orientation is None:
+        return False
+    turned = hand_orientation(goal.style, goal.yaw, True)
+    return abs(sum(a * b for a, b in zip(check.orientation, turned, strict=True))) > 0.999
+
+
+def _holding(mdp: ManipMDP, state: State, flip: bool) -> TabletopScene:
+    """``state``'s scene with its held red in the hand as the pick before took it (``flip``):
+    a side-held red taken by the turned hand stands upright only where the hand is turned
+    again, which the MDP, holding every red canonically, does not tell apart."""
     scene = mdp.sync(state)
+    if flip and scene.held is not None and scene.held_grasp is not None:
+        red, style = scene.held, scene.held_grasp.style
+        scene.detach()
+        scene.hold(red, style, flip)
+    return scene
+
+
+def _place_check(scene: TabletopScene, place: Grasp, flip: bool) -> ArmCheck:
+    """The placement in the hand orientation the red was taken in, else (IK or a collision
+    there) in either, as the MDP checked it: the executing robot then says what went wrong."""
+    check = scene.check_place(place, (flip,))
+    return check if check.ok else scene.check_place(place)
+
+
+def _regrasp_checks(
+    mdp: ManipMDP, state: State, red: str, flip: bool
+) -> tuple[tuple[float, float, float] | None, list[tuple[Grasp, ArmCheck, bool]]]:
+    """Where the regrasp from ``state`` puts ``red`` down (the first staging spot that takes
+    it and lets the arm pick it from the side, as the MDP's regrasp chooses), and its
+    put-down (in the hand orientation ``flip`` it was taken in) and side pick with their
+    checks; (None, []) if none does."""
+    assert mdp.task is not None
+    scene = _holding(mdp, state, flip)
+    style = str(state[2])
     z = mdp.task.settings.table_height
     try:
         for x, y in mdp.task.staging_spots():
-            down = scene.check_place(scene.place_pose(x, y, z))
+            place = scene.place_pose(x, y, z)
+            down = _place_check(scene, place, flip)
             if not down.ok:
                 continue
             scene.detach()
             scene.place_object(red, x, y, z)
-            up = scene.check_grasp(scene.grasp(red, SIDE))
+            grasp = scene.grasp(red, SIDE)
+            up = scene.check_grasp(grasp)
             if up.ok:
-                return (x, y, z), [*_waypoints(down), *_waypoints(up)]
-            scene.hold(red, str(state[2]))
+                return (x, y, z), [(place, down, False), (grasp, up, True)]
+            scene.hold(red, style, flip)
     finally:
         if scene.held is not None:  # the next sync rebuilds the state's scene
             scene.detach()
@@ -100,13 +334,23 @@ def plan_geometry(
     """The steps, base path and arm waypoints of an executed plan (``states[i + 1]`` is
     ``actions[i]``'s outcome), with reds named by the scene's ids (``name_to_id``: model name
     → scene id). An action that changed nothing (a no-op, or one the simulator refused) is
-    no step of the plan."""
+    no step of the plan. Each pick, place and regrasp gives the arm its program from the
+    stowed arm back to it, with the gripper's actions (see the module's docstring)."""
     assert mdp.task is not None
     task = mdp.task
     path: list[Pose2] = [_pose2(mdp.poses[str(states[0][0])])]
     steps: list[PlanStepData] = []
-    arm: list[tuple[int, tuple[float, ...]]] = []
+    arm: list[tuple[int, Joints]] = []
     lay = mdp.layout
+    flip = False  # the hand orientation the held red was taken in
+
+    def add(
+        index: int, points: Sequence[Joints], acts: Sequence[tuple[int, str]]
+    ) -> tuple[GripperAction, ...]:
+        start = len(arm)
+        arm.extend((index, q) for q in points)
+        return tuple(GripperAction(start + k, c) for k, c in acts)
+
     for i, action in enumerate(actions):
         before, after = states[i], states[i + 1]
         if after == before:
@@ -139,7 +383,13 @@ def plan_geometry(
             x, y, z = (float(v) for v in pose)
             scene = mdp.sync(before)
             g = scene.grasp(red, str(grasp))
-            arm += [(index, q) for q in _waypoints(scene.check_grasp(g))]
+            check = scene.check_grasp(g)
+            if check.ok:
+                points, at = _manipulation(mdp, before, [(g, check, True)], flip)
+                gripper = add(index, points, [(at[0], CLOSE)])
+                flip = flipped(check, g)
+            else:  # not from the MDP's trace: its checks' joints, no program
+                gripper = add(index, _waypoints(check), [])
             steps.append(
                 PlanStepData(
                     "pick",
@@ -149,11 +399,15 @@ def plan_geometry(
                     _centre(mdp, red, x, y, z, g.yaw),
                     len(path) - 1,
                     len(arm),
+                    gripper,
                 )
             )
         elif skill == "regrasp":
-            spot, joints = _regrasp_checks(mdp, before, held)
-            arm += [(index, q) for q in joints]
+            spot, moves = _regrasp_checks(mdp, before, held, flip)
+            points, at = _manipulation(mdp, before, moves, flip) if moves else ([], [])
+            if moves:
+                flip = flipped(moves[-1][1], moves[-1][0])
+            gripper = add(index, points, list(zip(at, (OPEN, CLOSE), strict=False)))
             x, y, z = spot if spot is not None else (base[0], base[1], task.settings.table_height)
             steps.append(
                 PlanStepData(
@@ -164,14 +418,22 @@ def plan_geometry(
                     _centre(mdp, held, x, y, z, base[2]),
                     len(path) - 1,
                     len(arm),
+                    gripper,
                 )
             )
         elif skill == "place":
             assert isinstance(bin_, int)
             b = task.bins[bin_]
-            scene = mdp.sync(before)
+            scene = _holding(mdp, before, flip)
             place = scene.place_pose(b.x, b.y, b.floor_z)
-            arm += [(index, q) for q in _waypoints(scene.check_place(place))]
+            check = _place_check(scene, place, flip)
+            if scene.held is not None:  # the next sync holds it as the MDP does
+                scene.detach()
+            if check.ok:
+                points, at = _manipulation(mdp, before, [(place, check, False)], flip)
+                gripper = add(index, points, [(at[0], OPEN)])
+            else:
+                gripper = add(index, _waypoints(check), [])
             steps.append(
                 PlanStepData(
                     "place",
@@ -181,6 +443,7 @@ def plan_geometry(
                     _centre(mdp, held, b.x, b.y, b.floor_z, place.yaw),
                     len(path) - 1,
                     len(arm),
+                    gripper,
                 )
             )
     return PlanGeometry(steps, path, PANDA_JOINTS, arm)

@@ -1,5 +1,5 @@
 """The manipulation domain's (paper domain D4) robot plug-in: its scene adapter, plan
-geometry and simulator.
+geometry, simulator and controller-level robot (:mod:`.robot`).
 
 Registered in :mod:`camp_planner.domains` under ``manip``; the service and the ROS nodes
 (``manip_sim`` is :class:`ManipSimulator` behind the generic sim node) use only this. The
@@ -19,6 +19,7 @@ from camp_planner.core.mdp import Action, FactoredMDP, State
 from camp_planner.domains.base import Domain
 from camp_planner.domains.interface.plan import PlanGeometry, PlanRecord, PlanStepData
 from camp_planner.domains.interface.plugin import DomainPlugin, Rect, Simulator
+from camp_planner.domains.interface.robot import RobotSim
 from camp_planner.domains.interface.scene import Scene
 from camp_planner.domains.manip.domain import world_settings
 from camp_planner.domains.manip.scene_io import scene_from_task, task_from_scene
@@ -80,6 +81,14 @@ class ManipPlugin(DomainPlugin):
         mdp = domain.make_mdp(task, config)
         assert isinstance(mdp, ManipMDP)
         return ManipSimulator(task, mdp)
+
+    def robot(self, domain: Domain, config: Mapping[str, Any], task: Any) -> RobotSim:
+        """``task``'s robot at controller level: the base, the Panda and the gripper in the
+        task's full PyBullet world (:class:`~camp_planner.domains.manip.robot.ManipRobot`)."""
+        from camp_planner.domains.manip.robot import ManipRobot
+
+        assert isinstance(task, ManipTask)
+        return ManipRobot(task)
 
 
 class ManipSimulator(Simulator):
