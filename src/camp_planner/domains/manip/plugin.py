@@ -22,7 +22,7 @@ from camp_planner.domains.interface.plugin import DomainPlugin, Rect, Simulator
 from camp_planner.domains.interface.robot import RobotSim
 from camp_planner.domains.interface.scene import Scene
 from camp_planner.domains.manip.domain import world_settings
-from camp_planner.domains.manip.scene_io import scene_from_task, task_from_scene
+from camp_planner.domains.manip.scene_io import held_red, scene_from_task, task_from_scene
 from camp_planner.domains.manip.world import ManipObject, ManipTask
 
 BIN_VARIABLE = "bin"  # the action variable a bin context constrains
@@ -45,6 +45,9 @@ class ManipPlugin(DomainPlugin):
     def scene_from_task(self, task: Any, state: State | None, frame_id: str) -> Scene:
         assert isinstance(task, ManipTask)
         return scene_from_task(task, state, frame_id)
+
+    def held_object(self, scene: Scene) -> str:
+        return held_red(scene)
 
     def allowed_regions(self, task: Any, context: Context) -> list[tuple[int, Rect]]:
         """The bins a context lets the robot place into, each with its outer rectangle (none
