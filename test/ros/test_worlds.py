@@ -278,7 +278,7 @@ def test_the_launch_file_passes_world_to_every_node_only_when_given(
     assert declared["world"]["default_value"] == ""
     assert "grid10" in declared["world"]["description"]
     (opaque,) = [a for a in actions if "function" in a.kwargs]
-    context = {"params_file": "/share/p.yaml", "namespace": ""}
+    context = {"params_file": "/share/p.yaml", "namespace": "", "closed_loop": ""}
     for world in ("", "grid10"):
         nodes = opaque.kwargs["function"]({**context, "world": world})[:-1]
         for node in nodes:
@@ -303,9 +303,19 @@ def test_the_launch_files_run_the_system_and_its_manager_in_the_namespace_given(
     (opaque,) = [a for a in actions if "function" in a.kwargs]
     given = tmp_path / "p.yaml"
     given.write_text("camp_planner:\n  ros__parameters: {timeout_s: 5.0}\n")
-    context = {"params_file": str(given), "namespace": "robot1", "world": ""}
+    context = {"params_file": str(given), "namespace": "robot1", "world": "", "closed_loop": ""}
     *nodes, manager = opaque.kwargs["function"](context)
     assert [n.kwargs["name"] for n in nodes] == ["tamp_server", "camp_planner", f"{system}_sim"]
+    # closed_loop:=sim runs the executor and the simulated robot; :=robot drives a real one.
+    for mode, names in (
+        ("sim", ["tamp_server", "camp_executor", f"{system}_robot"]),
+        ("robot", ["tamp_server", "camp_executor"]),
+    ):
+        *loop, loop_manager = opaque.kwargs["function"]({**context, "closed_loop": mode})
+        assert [n.kwargs["name"] for n in loop] == names
+        assert [n.kwargs["executable"] for n in loop] == names
+        managed = loop_manager.kwargs["parameters"][0]["node_names"]
+        assert managed == ["tamp_server", "camp_executor"]
     # The managed nodes are brought up by the manager, in the same namespace.
     assert manager.kwargs["executable"] == "camp_lifecycle_manager"
     assert manager.kwargs["parameters"][0]["node_names"] == ["tamp_server", "camp_planner"]

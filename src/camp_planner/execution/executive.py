@@ -147,10 +147,11 @@ class Executive:
         cancelled: Callable[[], bool] = lambda: False,
         feedback: Callable[[Feedback], None] = lambda f: None,
     ) -> ExecutionResult:
-        """Execute ``plan`` (None: plan for the latest scene first) to its end."""
+        """Execute ``plan`` (None: plan first, for the next scene observed) to its end."""
         result = ExecutionResult()
         if plan is None:
-            scene = self.perception.latest()
+            # A scene observed from now on: the world as it is when asked, not as it was.
+            scene = self.perception.after(self.clock(), self.scene_timeout_s)
             if scene is None:
                 return _end(result, ExecError.NO_SCENE, "no scene observed to plan for")
             try:

@@ -75,7 +75,7 @@ def run_closed_loop(
         result = execute_and_report(client, wait_s)
         if robot is not None:
             print(f"[closed-loop] disturbances: {'; '.join(robot.fired) or 'none fired'}")
-            print(f"[closed-loop] {robot.get_name()}: goal reached: {robot.robot.goal_reached()}")
+            print(f"[closed-loop] {robot.get_name()}: goal reached: {robot.sim.goal_reached()}")
         if not once:
             print("[closed-loop] done; still running (Ctrl-C to stop)")
             while rclpy.ok():
@@ -132,3 +132,159 @@ def _code(value: int) -> str:
         return ExecError(value).name.lower().replace("_", " ")
     except ValueError:
         return f"error {value}"
+
+
+# Systems a rig can run side by side: name → (selector_bundle, suffix of node and action names).
+SYSTEMS = {"camp": ("", ""), "pure": ("none", "_pure")}
+
+
+class LoopRig:
+    """The closed loop in one context spun in the background, for tests and benchmarks: per
+    system of :data:`SYSTEMS` (``camp`` replans with the shipped selector, ``pure`` with none,
+    side by side under names of their own) a TAMP server and, with ``executor``, a
+    ``camp_executor``; one simulated robot all of them drive; and a peer node that sends
+    ``ExecutePlan`` and ``PlanTask`` goals."""
+
+    def __init__(
+        self,
+        domain: str,
+        robot: dict[str, Any],
+        systems: tuple[str, ...] = ("camp",),
+        executor: bool = True,
+        artifacts: Path = Path("artifacts"),
+    ) -> None:
+        from rclpy.action import ActionClient
+
+        from camp_msgs.action import ExecutePlan, PlanTask
+        from camp_planner.ros.bringup import spin_executor
+        from camp_planner.ros.executor_node import CampExecutorNode
+        from camp_planner.ros.lifecycle_manager import LifecycleManager
+        from camp_planner.ros.robot_sim_node import RobotSimNode
+        from camp_planner.ros.tamp_server_node import TampServerNode
+
+        def params(**given: Any) -> list[Parameter]:
+            return [Parameter(k, value=v) for k, v in given.items()]
+
+        def names(suffix: str, *rules: str) -> dict[str, Any]:
+            if not suffix:
+                return {}
+            return {"cli_args": ["--ros-args", *(x for r in rules for x in ("-r", r))]}
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        ctx = {"context": self.context}
+        self.nodes: list[Any] = []
+        managed: list[str] = []
+        self.execute: dict[str, Any] = {}
+        self.plan_task: dict[str, Any] = {}
+        self.peer = rclpy.create_node("closed_loop_rig", context=self.context)
+        for system in systems:
+            bundle, sfx = SYSTEMS[system]
+            plan_rule = f"plan_task:=plan_task{sfx}"
+            tamp = TampServerNode(
+                **ctx,
+                parameter_overrides=params(
+                    domain=domain, artifacts=str(artifacts), selector_bundle=bundle
+                ),
+                **names(sfx, f"__node:=tamp_server{sfx}", plan_rule),
+            )
+            self.nodes.append(tamp)
+            managed.append(f"tamp_server{sfx}")
+            self.plan_task[system] = ActionClient(self.peer, PlanTask, f"plan_task{sfx}")
+            if executor:
+                self.nodes.append(
+                    CampExecutorNode(
+                        **ctx,
+                        parameter_overrides=params(domain=domain, scene_timeout_s=10.0),
+                        **names(
+                            sfx,
+                            f"__node:=camp_executor{sfx}",
+                            plan_rule,
+                            f"execute_plan:=execute_plan{sfx}",
+                        ),
+                    )
+                )
+                managed.append(f"camp_executor{sfx}")
+            # Also without an executor here: one may run in a process of its own.
+            self.execute[system] = ActionClient(self.peer, ExecutePlan, f"execute_plan{sfx}")
+        fast = {"real_time_factor": 20.0, "scene_period_s": 0.1, **robot}
+        self.robot = RobotSimNode(domain, **ctx, parameter_overrides=params(**fast))
+        self.nodes.append(self.robot)
+        self.manager = LifecycleManager(
+            **ctx, parameter_overrides=params(node_names=managed, autostart=False)
+        )
+        self.spinner = MultiThreadedExecutor(num_threads=12, context=self.context)
+        for node in [*self.nodes, self.manager, self.peer]:
+            self.spinner.add_node(node)
+        self._thread = threading.Thread(target=spin_executor, args=(self.spinner,), daemon=True)
+        self._thread.start()
+        self.feedback: list[Any] = []
+        up, why = self.manager.startup()
+        if not up:
+            self.close()
+            raise CampError(f"cannot bring the closed loop up: {why}")
+
+    def node(self, name: str) -> Any:
+        return next(n for n in self.nodes if n.get_name() == name)
+
+    def send(self, plan: Any = None, system: str = "camp", **goal: Any) -> Any:
+        """Send an ``ExecutePlan`` goal (``plan`` None: plan first); its goal handle."""
+        from camp_msgs.action import ExecutePlan
+
+        client = self.execute[system]
+        if not client.wait_for_server(timeout_sec=30.0):
+            raise CampError(f"no {system} execute_plan server")
+        msg = ExecutePlan.Goal(replan=True, **goal)
+        if plan is not None:
+            msg.plan = plan
+        sent = client.send_goal_async(msg, feedback_callback=self._on_feedback)
+        return _done(sent, 30.0, "the ExecutePlan goal")
+
+    def _on_feedback(self, msg: Any) -> None:
+        self.feedback.append(msg.feedback)
+
+    def result(self, handle: Any, timeout_s: float = 900.0) -> Any:
+        return _done(handle.get_result_async(), timeout_s, "the ExecutePlan result").result
+
+    def run(self, plan: Any = None, system: str = "camp", **goal: Any) -> Any:
+        """Execute (``plan`` None: plan first) and wait for the ``ExecutePlan.Result``."""
+        handle = self.send(plan, system, **goal)
+        if not handle.accepted:
+            raise CampError("the ExecutePlan goal was refused")
+        return self.result(handle)
+
+    def plan(self, system: str = "camp") -> Any:
+        """A plan from the TAMP server for the scene the robot is in now."""
+        from camp_msgs.action import PlanTask
+        from camp_planner.ros.convert import scene_to_msg
+
+        stamp = self.peer.get_clock().now().to_msg()
+        goal = PlanTask.Goal(scene=scene_to_msg(self.robot.sim.scene("map"), stamp))
+        goal.allow_fallback = True
+        client = self.plan_task[system]
+        if not client.wait_for_server(timeout_sec=30.0):
+            raise CampError(f"no {system} plan_task server")
+        handle = _done(client.send_goal_async(goal), 30.0, "the PlanTask goal")
+        result = _done(handle.get_result_async(), 900.0, "the PlanTask result").result
+        if not result.success:
+            raise CampError(f"no plan: {result.error_message}")
+        return result.plan
+
+    def close(self) -> None:
+        """Shut the rig down (again: nothing)."""
+        if not self.context.ok():
+            return
+        self.context.try_shutdown()
+        self._thread.join(5.0)
+        self.spinner.shutdown()
+        for node in [*self.nodes, self.manager, self.peer]:
+            node.destroy_node()
+
+
+def _done(future: Any, timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while not future.done():
+        if time.monotonic() > deadline:
+            raise CampError(f"{what}: no answer within {timeout_s:.0f} s")
+        time.sleep(0.01)
+    return future.result()

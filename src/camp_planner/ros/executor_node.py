@@ -23,6 +23,7 @@ report on ``camp/execution_report``; each plan executed (replans included) is pu
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -378,9 +379,10 @@ class CampExecutorNode(ManagedNode):
         return super().on_deactivate(state)
 
     def _withdraw(self) -> None:
-        if self.server is not None:
-            self.server.destroy()
-            self.server = None
+        server, self.server = self.server, None
+        if server is not None:
+            with contextlib.suppress(ValueError):  # as tamp_server_node's _withdraw says
+                server.destroy()
 
     # --- inputs -------------------------------------------------------------------------------
     def _on_scene(self, msg: SceneObservation) -> None:

@@ -28,6 +28,7 @@ Run as ``python -m camp_planner.ros.robot_sim_node DOMAIN --ros-args ...``; the 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import random
@@ -159,24 +160,24 @@ class RobotSimNode(Node):
         if reject and reject not in CONTROLLERS:
             raise CampError(f"reject '{reject}': one of {', '.join(CONTROLLERS)}")
         self.reject = reject
-        self.rng = random.Random(int(self.get_parameter("disturbance_seed").value))
-        pipe = Pipeline.create(domain, config, Path("artifacts"))
+        self.pipe = Pipeline.create(domain, config, Path("artifacts"))
         split = str(self.get_parameter("split").value)
         index = int(self.get_parameter("task_index").value)
-        self.label = f"{split} task {index}"
-        self.robot: RobotSim = self.plugin.robot(pipe.domain, pipe.config, pipe.task(split, index))
+        self.robot: RobotSim | None = None
+        self.lock = threading.Lock()  # one motion at a time: the physics client is not shared
+        self.load(
+            self.pipe.task(split, index),
+            f"{split} task {index}",
+            int(self.get_parameter("disturbance_seed").value),
+        )
         self.frame = str(self.get_parameter("frame_id").value)
         self.period = float(self.get_parameter("control_period_s").value)
         self.speedup = float(self.get_parameter("real_time_factor").value)
-        self.lock = threading.Lock()  # one motion at a time: the physics client is not shared
-        self.goals: Counter[str] = Counter()
-        self.fired: list[str] = []  # what disturbed the robot, for tests and the log
         # Control periods moved after a cancel was accepted, one entry per cancelled goal:
         # every loop checks for a cancel before it moves, so none is more than 1.
         self.cancelled_ticks: list[int] = []
         self.ticks = 0
         self._cancel_at: dict[bytes, int] = {}
-        self.opening = GRIPPER_OPEN_M
         self.velocity = (0.0, 0.0)
         self.pub_scene = self.create_publisher(SceneObservation, SCENE_TOPIC, LATCHED)
         self.pub_odom = self.create_publisher(Odometry, "odom", 10)
@@ -207,12 +208,34 @@ class RobotSimNode(Node):
             + (", ".join(f"{d.kind}@{d.controller}#{d.goal}" for d in self.schedule) or "none")
         )
 
+    def load(
+        self, task: Any, label: str, seed: int, schedule: list[Disturbance] | None = None
+    ) -> None:
+        """Simulate ``task`` from its start, its disturbances (``schedule``, else the
+        parameter's) drawn from ``seed`` afresh: a benchmark runs many tasks on one node."""
+        with self.lock:
+            if schedule is not None:
+                self.schedule = schedule
+            if self.robot is not None:
+                self.sim.close()
+            self.robot = self.plugin.robot(self.pipe.domain, self.pipe.config, task)
+            self.label = label
+            self.rng = random.Random(seed)
+            self.goals: Counter[str] = Counter()
+            self.fired: list[str] = []  # what disturbed the robot, for tests and the log
+            self.opening = GRIPPER_OPEN_M
+
+    @property
+    def sim(self) -> RobotSim:
+        assert self.robot is not None
+        return self.robot
+
     # --- state out ----------------------------------------------------------------------------
     def publish_state(self) -> None:
         with self.lock:
-            scene = self.robot.scene(self.frame)
-            pose = self.robot.base_pose()
-            q = self.robot.arm_joints()
+            scene = self.sim.scene(self.frame)
+            pose = self.sim.base_pose()
+            q = self.sim.arm_joints()
         now = self.get_clock().now().to_msg()
         self.pub_scene.publish(scene_to_msg(scene, now))
         self._publish_motion(pose, q, now)
@@ -229,7 +252,7 @@ class RobotSimNode(Node):
         self.pub_odom.publish(odom)
         joints = JointState()
         joints.header.stamp = stamp
-        joints.name = [*self.robot.joint_names, *FINGER_JOINTS]
+        joints.name = [*self.sim.joint_names, *FINGER_JOINTS]
         joints.position = [float(v) for v in q] + [self.opening / 2] * 2
         self.pub_joints.publish(joints)
 
@@ -244,11 +267,11 @@ class RobotSimNode(Node):
                 continue
             with self.lock:
                 if d.kind == "push":
-                    moved = self.robot.push_object(self.rng)
+                    moved = self.sim.push_object(self.rng)
                 elif d.kind == "block":
-                    moved = self.robot.block_path(path, self.rng)
+                    moved = self.sim.block_path(path, self.rng)
                 else:
-                    moved = self.robot.slip()
+                    moved = self.sim.slip()
             said = f"{d.kind}@{d.controller}#{d.goal}: " + (moved or "nothing to disturb")
             self.fired.append(said)
             self.get_logger().info(f"disturbance {said}")
@@ -288,7 +311,7 @@ class RobotSimNode(Node):
         step_m = float(self.get_parameter("base_speed").value) * self.period
         step_rad = float(self.get_parameter("base_turn_rate").value) * self.period
         with self.lock:
-            here = self.robot.base_pose()
+            here = self.sim.base_pose()
         for goal in path:
             for pose in increments(here, goal, step_m, step_rad):
                 if not self._moving(handle):
@@ -296,9 +319,9 @@ class RobotSimNode(Node):
                     self.publish_state()
                     return result
                 with self.lock:
-                    why = self.robot.drive(pose)
-                    here = self.robot.base_pose()
-                    q = self.robot.arm_joints()
+                    why = self.sim.drive(pose)
+                    here = self.sim.base_pose()
+                    q = self.sim.arm_joints()
                 self.ticks += 1
                 self.velocity = (step_m / self.period, 0.0) if not why else (0.0, 0.0)
                 self._publish_motion(here, q, self.get_clock().now().to_msg())
@@ -325,12 +348,10 @@ class RobotSimNode(Node):
         result = FollowJointTrajectory.Result()
         traj = handle.request.trajectory
         names = tuple(traj.joint_names)
-        if names != self.robot.joint_names:
+        if names != self.sim.joint_names:
             handle.abort()
             result.error_code = FollowJointTrajectory.Result.INVALID_JOINTS
-            result.error_string = (
-                f"joints {list(names)}; this arm has {list(self.robot.joint_names)}"
-            )
+            result.error_string = f"joints {list(names)}; this arm has {list(self.sim.joint_names)}"
             return result
         timed = [(_seconds(p.time_from_start), list(p.positions)) for p in traj.points]
         if (
@@ -344,7 +365,7 @@ class RobotSimNode(Node):
             return result
         self._start_goal("arm")
         with self.lock:
-            start = list(self.robot.arm_joints())
+            start = list(self.sim.arm_joints())
         points = [(0.0, start), *timed] if timed[0][0] > 0.0 else timed
         end, t = points[-1][0], 0.0
         while True:
@@ -354,8 +375,8 @@ class RobotSimNode(Node):
             t = min(end, t + self.period)
             q = joints_at(points, t)
             with self.lock:
-                why = self.robot.set_arm(q)
-                pose = self.robot.base_pose()
+                why = self.sim.set_arm(q)
+                pose = self.sim.base_pose()
             self.ticks += 1
             self._publish_motion(pose, q, self.get_clock().now().to_msg())
             if why:
@@ -385,8 +406,8 @@ class RobotSimNode(Node):
                 return result
             self._sleep()
         with self.lock:
-            why = self.robot.gripper(close)
-            held = self.robot.held()
+            why = self.sim.gripper(close)
+            held = self.sim.held()
         self.opening = 0.0 if close and not held else (0.04 if held else GRIPPER_OPEN_M)
         result.position = self.opening
         result.reached_goal = not why
@@ -400,10 +421,14 @@ class RobotSimNode(Node):
         return result
 
     def destroy_node(self) -> None:
-        for server in self.servers:
-            server.destroy()
+        servers, self.servers = self.servers, []
+        for server in servers:
+            # As in tamp_server_node: rclpy's ActionServer.destroy() may remove a finished
+            # goal's entries a second time (ValueError); the handle is released all the same.
+            with contextlib.suppress(ValueError):
+                server.destroy()
         with self.lock:
-            self.robot.close()
+            self.sim.close()
         super().destroy_node()
 
 
