@@ -382,12 +382,10 @@ class FloorScene:
         """:meth:`arm_solution`, refined until the gripper lands within ``PRECISE_TOLERANCE``
         of (x, y, z) (or as close as ``PRECISE_ROUNDS`` more solves get it): joints for a
         plan's controllers, where the gripper's place is where a box goes; the arm is left
-        tucked.
-
-        PyBullet's IK stops up to ``IK_TOLERANCE`` short, towards the base (13 mm in the test
-        tasks): a box put down where those joints take the gripper overlapped the robot in a
-        tenth of the places the MDP had accepted at the exact point. Each round aims the
-        solve past the point by the miss so far, seeded with the best joints yet."""
+        tucked. PyBullet's IK stops up to ``IK_TOLERANCE`` short, towards the base (13 mm
+        in the test tasks): a box put down where those joints take the gripper overlapped
+        the robot in a tenth of the places the MDP had accepted at the exact point. Each
+        round aims past the point by the miss so far, seeded with the best joints yet."""
         q = self.arm_solution(x, y, z)
         if q is None:
             return None
@@ -403,15 +401,8 @@ class FloorScene:
             aim = [a + g - f for a, g, f in zip(aim, goal, at, strict=True)]
             for j, v in enumerate(q):
                 pb.resetJointState(self.arm, j, v, physicsClientId=c)
-            solved = pb.calculateInverseKinematics(
-                self.arm,
-                GRASP_LINK,
-                aim,
-                down,
-                maxNumIterations=100,
-                residualThreshold=1e-5,
-                physicsClientId=c,
-            )
+            ik = {"maxNumIterations": 100, "residualThreshold": 1e-5, "physicsClientId": c}
+            solved = pb.calculateInverseKinematics(self.arm, GRASP_LINK, aim, down, **ik)
             for j, v in enumerate(TUCKED):
                 pb.resetJointState(self.arm, j, v, physicsClientId=c)
             candidate = tuple(float(v) for v in solved[:7])
