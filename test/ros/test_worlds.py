@@ -350,7 +350,7 @@ def test_bringup_world_grid10_once_runs_to_the_goal_with_the_shipped_selector(
     params = yaml.safe_load((ROOT / "config" / "ros" / "namo_params.yaml").read_text())
     for block in params.values():
         p = block["ros__parameters"]
-        assert p["config_file"] == "" and p.get("selector_bundle", "") == ""
+        assert p.get("config_file", "") == "" and p.get("selector_bundle", "") == ""
         if "selector_bundle" in p:
             p["artifacts"] = str(tmp_path / "artifacts")
     params["namo_sim"]["ros__parameters"]["render_dir"] = str(tmp_path / "renders")

@@ -37,9 +37,9 @@ from camp_planner.ros.common import (
     EVENTS,
     EXECUTION_TOPIC,
     LATCHED,
-    MANAGED_NODES,
     PLAN_TOPIC,
     STATUS_TOPIC,
+    managed_nodes,
 )
 from camp_planner.ros.common import resolve_path as resolve_path  # scripts import it from here
 
@@ -227,7 +227,7 @@ def start_processes(
     env = dict(os.environ)
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     commands = [node_command(n, params, overrides) for n in names]
-    managed = [n for n in MANAGED_NODES if n in names]
+    managed = managed_nodes(names)
     if manage and managed:
         commands.append(manager_command(managed, overrides))
     return [subprocess.Popen(command, env=env) for command in commands]

@@ -296,7 +296,7 @@ def _bringup(args: argparse.Namespace) -> int:
         stop_processes,
         system_nodes,
     )
-    from camp_planner.ros.common import params_for_namespace, resolve_path
+    from camp_planner.ros.common import managed_nodes, params_for_namespace, resolve_path
 
     given = args.params if args.params is not None else Path(PARAMS.format(system=args.system))
     params = resolve_path(given)
@@ -353,7 +353,12 @@ def _bringup(args: argparse.Namespace) -> int:
     executor.add_node(watcher)
     # Driven from here rather than at its start, so a node that cannot configure ends the
     # bring-up with the node's own reason and status 2.
-    manager = LifecycleManager(parameter_overrides=[Parameter("autostart", value=False)])
+    manager = LifecycleManager(
+        parameter_overrides=[
+            Parameter("autostart", value=False),
+            Parameter("node_names", value=managed_nodes(names)),
+        ]
+    )
     executor.add_node(manager)
     try:
         if args.processes:

@@ -28,7 +28,7 @@ from camp_planner.ros.bringup import (
     stop_processes,
 )
 from camp_planner.ros.client import CampClient
-from camp_planner.ros.common import MANAGED_NODES
+from camp_planner.ros.common import managed_nodes
 
 
 def run_closed_loop(
@@ -44,7 +44,7 @@ def run_closed_loop(
     manager = LifecycleManager(
         parameter_overrides=[
             Parameter("autostart", value=False),
-            Parameter("node_names", value=[n for n in names if n in MANAGED_NODES]),
+            Parameter("node_names", value=managed_nodes(names)),
         ]
     )
     executor.add_node(manager)

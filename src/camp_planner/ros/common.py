@@ -4,6 +4,7 @@ among them: :mod:`camp_planner.ros.worlds`) and where their files are found."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,11 @@ PLAN_ACTION = "plan_task"
 EXECUTE_ACTION = "execute_plan"  # camp_executor's
 # The lifecycle nodes a camp_lifecycle_manager brings up, in this order.
 MANAGED_NODES = ("tamp_server", "camp_planner", "camp_executor")
+
+
+def managed_nodes(names: Sequence[str]) -> list[str]:
+    """The lifecycle nodes among ``names``, in bring-up order: what their manager waits for."""
+    return [n for n in MANAGED_NODES if n in names]
 
 
 def subscribe_scenes(

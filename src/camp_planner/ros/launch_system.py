@@ -21,7 +21,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from camp_planner.ros.common import MANAGED_NODES, params_for_namespace
+from camp_planner.ros.common import managed_nodes, params_for_namespace
 from camp_planner.ros.lifecycle_manager import NAME
 
 
@@ -83,7 +83,7 @@ def launch_nodes(
         )
         for name in names
     ]
-    managed = [n for n in MANAGED_NODES if n in names]
+    managed = managed_nodes(names)
     manager = Node(
         package="camp_planner",
         executable=NAME,
