@@ -63,12 +63,18 @@ def test_undisturbed_the_goal_is_reached_without_a_replan_and_disturbed_with_one
     from camp_planner.ros.robot_sim_node import parse_schedule
 
     rig = loop(domain, task_index=task, disturbances=[""])
+    labels = _progress_labels(rig)
     result = rig.run()
     assert result.error_code == ExecutePlan.Result.ERROR_NONE, result.error_message
     assert result.goal_reached and result.replans == 0 and rig.robot.sim.goal_reached()
     assert rig.robot.fired == []
     phases = {f.phase for f in rig.feedback}
     assert {"base", "arm", "gripper", "checking"} <= phases
+    # RViz's progress: the step in progress over the world as seen, then the outcome.
+    assert _wait(lambda: labels and labels[-1] == "goal reached, 0 replans", 10.0), labels[-3:]
+    total = rig.feedback[0].steps_total
+    assert f"step 1/{total} " in " | ".join(labels)
+    labels.clear()
 
     # The same task from its start again, disturbed.
     rig.robot.load(rig.robot.pipe.task("test", task), "again", 0, parse_schedule([disturbance]))
@@ -81,6 +87,25 @@ def test_undisturbed_the_goal_is_reached_without_a_replan_and_disturbed_with_one
     assert len(result.replan_seconds) == 1 and result.replan_seconds[0] > 0.0
     # Replanned from where the robot was: the new plan's scene is the disturbed world.
     assert result.plan_id != rig.feedback[0].plan_id
+    assert "replanning from here (replan 1)" in labels
+    assert _wait(lambda: labels[-1] == "goal reached, 1 replans", 10.0), labels[-3:]
+
+
+def _progress_labels(rig: Any) -> list[str]:
+    """The labels camp_executor draws on its progress markers, as they arrive."""
+    from visualization_msgs.msg import MarkerArray
+
+    from camp_planner.ros.common import EXECUTION_MARKERS_TOPIC
+
+    labels: list[str] = []
+
+    def on_markers(msg: MarkerArray) -> None:
+        text = [m.text for m in msg.markers if m.ns == "label"]
+        if text and (not labels or labels[-1] != text[0]):
+            labels.append(text[0])
+
+    rig.peer.create_subscription(MarkerArray, EXECUTION_MARKERS_TOPIC, on_markers, 100)
+    return labels
 
 
 def test_a_controller_that_rejects_its_goal_gives_a_named_error_and_the_executor_serves_on(

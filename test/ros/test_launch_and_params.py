@@ -88,17 +88,28 @@ def test_bringup_once_runs_the_composed_system_to_the_goal(
 def test_the_rviz_config_shows_the_topics_and_frame_the_nodes_use(system: str) -> None:
     from geometry_msgs.msg import PoseStamped
 
-    from camp_planner.ros.common import BASE_PATH_TOPIC, MARKERS_TOPIC
+    from camp_planner.ros.common import (
+        BASE_PATH_TOPIC,
+        EXECUTION_MARKERS_TOPIC,
+        EXECUTION_PATH_TOPIC,
+        MARKERS_TOPIC,
+    )
 
     rviz = yaml.safe_load((ROOT / "config" / "ros" / f"{system}.rviz").read_text())
     manager = rviz["Visualization Manager"]
     params = yaml.safe_load((ROOT / "config" / "ros" / f"{system}_params.yaml").read_text())
     frame = params[f"{system}_sim"]["ros__parameters"]["frame_id"]
     assert manager["Global Options"]["Fixed Frame"] == frame
-    by_class = {d["Class"]: d for d in manager["Displays"]}
-    markers = by_class["rviz_default_plugins/MarkerArray"]
-    assert markers["Topic"]["Value"] == f"/{MARKERS_TOPIC}"
-    assert by_class["rviz_default_plugins/Path"]["Topic"]["Value"] == f"/{BASE_PATH_TOPIC}"
+    by_topic = {d["Topic"]["Value"]: d["Class"] for d in manager["Displays"] if "Topic" in d}
+    assert by_topic == {
+        f"/{MARKERS_TOPIC}": "rviz_default_plugins/MarkerArray",
+        f"/{BASE_PATH_TOPIC}": "rviz_default_plugins/Path",
+        f"/{EXECUTION_MARKERS_TOPIC}": "rviz_default_plugins/MarkerArray",
+        f"/{EXECUTION_PATH_TOPIC}": "rviz_default_plugins/Path",
+    }
+    markers = next(
+        d for d in manager["Displays"] if d.get("Topic", {}).get("Value") == f"/{MARKERS_TOPIC}"
+    )
     # Both topics are latched: a volatile subscription would miss a plan sent before RViz.
     assert all(
         d["Topic"]["Durability Policy"] == "Transient Local"

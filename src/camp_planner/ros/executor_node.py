@@ -17,8 +17,10 @@ executive's ports (:mod:`camp_planner.execution.executive`):
 A plan runs at most once (its id is remembered), and a plan made for a scene the world has
 left is refused (``ERROR_STALE_PLAN``): nothing is replayed, by a late goal or after a
 restart. A cancel reaches the controller goal in progress at once. Every execution ends with a
-report on ``camp/execution_report``; each plan executed (replans included) is published on
-``camp/plan`` and the robot's path so far on ``camp/execution/path`` for RViz.
+report on ``camp/execution_report``. For RViz, each plan executed (replans included) is
+published on ``camp/plan``, the robot's path so far on ``camp/execution/path``, and the world as
+the robot sees it with the plan's base path and the step in progress on
+``camp/execution/markers``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint
+from visualization_msgs.msg import MarkerArray
 
 from camp_msgs.action import ExecutePlan, PlanTask
 from camp_msgs.msg import ExecutionReport, Plan, SceneObservation
@@ -66,6 +69,8 @@ from camp_planner.execution.timing import (
 from camp_planner.ros.bringup import spin_nodes, start_node
 from camp_planner.ros.common import (
     EXECUTE_ACTION,
+    EXECUTION_MARKERS_TOPIC,
+    EXECUTION_PATH_TOPIC,
     EXECUTION_TOPIC,
     LATCHED,
     PLAN_ACTION,
@@ -77,11 +82,11 @@ from camp_planner.ros.convert import (
     executable_plan,
     pose_of,
     scene_from_msg,
+    scene_markers,
     scene_to_msg,
 )
 from camp_planner.ros.managed import ManagedNode, Ranges, declare
 
-PATH_TOPIC = "camp/execution/path"
 BASE_INTERFACES = ("follow_path", "navigate_through_poses")
 
 PARAMETERS: dict[str, tuple[Any, str]] = {
@@ -123,6 +128,7 @@ RANGES: Ranges = {
     "robot_radius_m": (0.0, 10.0, "metres"),
 }
 _POLL_S = 0.01
+_DRAW_EVERY_S = 0.5  # scenes stream at the robot's rate; RViz needs the world at most this often
 
 
 class _Scenes:
@@ -321,8 +327,15 @@ class CampExecutorNode(ManagedNode):
         self.server: ActionServer | None = None
         self.pub_report = self.create_publisher(ExecutionReport, EXECUTION_TOPIC, LATCHED)
         self.pub_plan = self.create_publisher(Plan, PLAN_TOPIC, LATCHED)
-        self.pub_path = self.create_publisher(PathMsg, PATH_TOPIC, LATCHED)
+        self.pub_path = self.create_publisher(PathMsg, EXECUTION_PATH_TOPIC, LATCHED)
+        self.pub_markers = self.create_publisher(MarkerArray, EXECUTION_MARKERS_TOPIC, LATCHED)
         self.travelled = PathMsg()
+        # What the progress markers draw: the newest scene, plan and step, under one lock.
+        self.draw_lock = threading.Lock()
+        self.seen: SceneObservation | None = None
+        self.executing: Plan | None = None
+        self.progress = ""
+        self.drawn_at = 0.0
         subscribe_scenes(self, SceneObservation, self._on_scene, self.group)
         self.create_subscription(JointState, "joint_states", self._on_joints, 10)
 
@@ -393,6 +406,10 @@ class CampExecutorNode(ManagedNode):
             self.get_logger().warning(f"scene refused: {exc}")
             return
         self.scenes.put(scene)
+        with self.draw_lock:
+            self.seen = msg
+        if time.monotonic() - self.drawn_at >= _DRAW_EVERY_S:
+            self.draw()
         pose = PoseStamped()
         pose.header = msg.header
         pose.pose = pose_of(scene.robot_pose.as_planar())
@@ -421,6 +438,32 @@ class CampExecutorNode(ManagedNode):
 
     def publish_plan(self, plan: Plan) -> None:
         self.pub_plan.publish(plan)
+        with self.draw_lock:
+            self.executing = plan
+        self.draw()
+
+    def show_progress(self, label: str) -> None:
+        with self.draw_lock:
+            self.progress = label
+        self.draw()
+
+    def draw(self) -> None:
+        """Publish the progress markers: the newest scene as the robot sees it, with the
+        executing plan's dropped objects greyed, its base path and the step label."""
+        with self.draw_lock:
+            scene, plan, label = self.seen, self.executing, self.progress
+            self.drawn_at = time.monotonic()
+        if scene is None:
+            return
+        self.pub_markers.publish(
+            scene_markers(
+                scene,
+                dropped=list(plan.dropped_objects) if plan is not None else (),
+                base_path=plan.base_path if plan is not None else None,
+                label=label,
+                stamp=self.get_clock().now().to_msg(),
+            )
+        )
 
     # --- ExecutePlan --------------------------------------------------------------------------
     def _execute(self, handle: Any) -> Any:
@@ -460,6 +503,7 @@ class CampExecutorNode(ManagedNode):
                 replans=f.replans,
             )
             handle.publish_feedback(msg)
+            self.show_progress(progress_label(f))
 
         class _Planner:
             # The arm's joint names come with each new plan.
@@ -475,6 +519,11 @@ class CampExecutorNode(ManagedNode):
         took = time.monotonic() - t0
         self._fill(out, result)
         self._report(result)
+        self.show_progress(
+            f"goal reached, {result.replans} replans"
+            if result.goal_reached
+            else f"stopped: {result.code.name.lower()}"
+        )
         self.get_logger().info(
             f"execution {'reached the goal' if result.goal_reached else 'ended'} in {took:.1f} s: "
             f"{result.steps_executed} steps, {result.replans} replans"
@@ -527,6 +576,15 @@ class CampExecutorNode(ManagedNode):
         self._withdraw()
         self.release()
         super().destroy_node()
+
+
+def progress_label(f: Feedback) -> str:
+    """The label RViz shows above the robot while a plan executes."""
+    if f.phase == "replanning":
+        return f"replanning from here (replan {f.replans + 1})"
+    return f"step {f.step + 1}/{f.steps_total} {f.action} ({f.phase})" + (
+        f", {f.replans} replans" if f.replans else ""
+    )
 
 
 def main(args: list[str] | None = None) -> None:
