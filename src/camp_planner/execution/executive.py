@@ -247,7 +247,11 @@ class Executive:
                 if outcome.ok:
                     continue
                 code = _CONTROLLER_ERRORS.get(outcome.status)
-                why = f"step {i} ({step.action}): {outcome.message or outcome.status}"
+                # Counted from 1 of the plan's steps, as the feedback is printed.
+                why = (
+                    f"step {i + 1}/{len(plan.steps)} ({step.action}): "
+                    f"{outcome.message or outcome.status}"
+                )
                 if code is not None:
                     result.code, result.message = code, why
                 return why
@@ -255,7 +259,7 @@ class Executive:
             scene = self.perception.after(self.clock(), self.scene_timeout_s)
             if scene is None:
                 result.code = ExecError.NO_SCENE
-                result.message = f"step {i}: no scene observed after it"
+                result.message = f"step {i + 1}/{len(plan.steps)}: no scene observed after it"
                 return result.message
             found = compare(plan, i + 1, scene, self.held_of, self.tolerance, chain)
             stop = invalidating(found)

@@ -97,16 +97,18 @@ def run_closed_loop(
 def execute_and_report(client: CampClient, wait_s: float) -> Any:
     """One ``ExecutePlan`` goal without a plan, its steps and replans printed as they come;
     the result."""
-    seen: list[tuple[str, int, str]] = []
+    seen: set[tuple[str, int, bool]] = set()
 
     def on_feedback(f: Any) -> None:
-        key = (f.plan_id, int(f.step), f.phase)
-        if f.phase in ("base", "replanning") and key not in seen:
-            seen.append(key)
-            if f.phase == "replanning":
-                print(f"[closed-loop] the world disagrees with plan {f.plan_id}: replanning")
-            else:
-                print(f"[closed-loop] {f.plan_id} step {f.step + 1}/{f.steps_total}: {f.action}")
+        # Each step once, when its first controller goal goes out; each replan once.
+        key = (f.plan_id, int(f.step), f.phase == "replanning")
+        if f.phase == "checking" or key in seen:
+            return
+        seen.add(key)
+        if f.phase == "replanning":
+            print(f"[closed-loop] the world disagrees with plan {f.plan_id}: replanning")
+        else:
+            print(f"[closed-loop] {f.plan_id} step {f.step + 1}/{f.steps_total}: {f.action}")
 
     t0 = time.monotonic()
     try:

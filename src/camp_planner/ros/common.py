@@ -75,6 +75,7 @@ PLAN_ACTION = "plan_task"
 EXECUTE_ACTION = "execute_plan"  # camp_executor's
 # The lifecycle nodes a camp_lifecycle_manager brings up, in this order.
 MANAGED_NODES = ("tamp_server", "camp_planner", "camp_executor")
+OPEN_LOOP_MANAGED = MANAGED_NODES[:2]
 
 
 def managed_nodes(names: Sequence[str]) -> list[str]:

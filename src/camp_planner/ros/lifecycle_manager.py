@@ -26,7 +26,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from camp_planner.ros.bringup import spin_nodes, start_node
-from camp_planner.ros.common import DIAGNOSTICS_TOPIC, MANAGED_NODES
+from camp_planner.ros.common import DIAGNOSTICS_TOPIC, OPEN_LOOP_MANAGED
 
 NAME = "camp_lifecycle_manager"
 ASK_AGAIN_S = 2.0  # seconds before an unanswered state question is asked again
@@ -46,7 +46,8 @@ class LifecycleManager(Node):
         super().__init__(NAME, **kwargs)
         self.declare_parameter(
             "node_names",
-            list(MANAGED_NODES),
+            # The open-loop system's; a closed loop names camp_executor too.
+            list(OPEN_LOOP_MANAGED),
             ParameterDescriptor(description="the managed nodes, in bring-up order", read_only=True),
         )
         self.declare_parameter(
