@@ -53,10 +53,12 @@ $(STAMPS)/package: setup.py setup.cfg package.xml $(STAMPS)/requirements
 	$(PIP) install --quiet --no-deps --no-build-isolation -e .
 	@touch $@
 
-# NAMO over ROS 2 end to end (own ROS_DOMAIN_ID, loopback discovery); `camp demo` is the
-# gridworld side-by-side.
+# NAMO over ROS 2 in a closed loop (own ROS_DOMAIN_ID, loopback discovery): the executor drives
+# the simulated robot through its controller actions, a box is pushed onto its path, it replans
+# from where it stands and reaches the goal; artifacts/ros/namo_closed_loop_1.png shows it.
+# `camp demo` is the gridworld side-by-side.
 demo: setup
-	$(VENV)/bin/camp bringup namo --once
+	$(VENV)/bin/camp bringup namo --closed-loop --once
 
 lint: setup
 	$(VENV)/bin/ruff check .

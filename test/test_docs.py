@@ -106,8 +106,8 @@ def test_the_readme_is_one_page_with_the_two_commands() -> None:
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 300, f"README.md has {len(lines)} lines (at most 300)"
     for command in (
-        "make demo   # set up everything, then NAMO over ROS 2 end to end: "
-        "scene → context → CAMP → TAMP → execution (PNG)",
+        "make demo   # set up everything, then NAMO over ROS 2 in a closed loop: scene → "
+        "context → CAMP → TAMP → controllers → disturbance → replan (PNG)",
         "make test   # set up everything, then lint (ruff), type-check (mypy --strict), "
         "run all tests",
     ):

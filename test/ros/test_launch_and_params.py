@@ -64,8 +64,8 @@ def _tiny_params(namo_tiny: tuple[Path, Path], tmp_path: Path) -> Path:
 def test_bringup_once_runs_the_composed_system_to_the_goal(
     namo_tiny: tuple[Path, Path], tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """What `make demo` runs: to the goal, every line of its output (the planning worker's
-    too, captured at the descriptors) said once."""
+    """The open loop to the goal, every line of its output (the planning worker's too,
+    captured at the descriptors) said once."""
     path = _tiny_params(namo_tiny, tmp_path)
     assert (
         main(["bringup", "namo", "--params", str(path), "--once", "--task", "4", "--wait", "300"])
@@ -189,3 +189,31 @@ def test_two_namespaced_systems_run_side_by_side_each_to_its_goal(
     for ns, out in outputs.items():
         assert runs[ns].returncode == 0, out[-3000:]
         assert "goal reached: True" in out and f"namespace /{ns}" in out
+
+
+@pytest.mark.ros
+@pytest.mark.pybullet
+@pytest.mark.fast_downward
+@pytest.mark.slow
+def test_bringup_closed_loop_once_replans_after_the_disturbance_and_draws_it(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """What `make demo` runs: the shipped closed loop executes test task 4 through the
+    controller actions, replans once after the seeded box on the path, reaches the goal and
+    writes the picture of the execution; each event said once."""
+    params = yaml.safe_load((ROOT / "config" / "ros" / "namo_params.yaml").read_text())
+    renders = tmp_path / "renders"
+    params["camp_executor"]["ros__parameters"]["render_dir"] = str(renders)
+    params["tamp_server"]["ros__parameters"]["artifacts"] = str(tmp_path / "artifacts")
+    path = tmp_path / "namo.yaml"
+    path.write_text(yaml.safe_dump(params))
+    args = ["bringup", "namo", "--params", str(path), "--closed-loop", "--once", "--wait", "300"]
+    assert main(args) == 0
+    out, err = capfd.readouterr()
+    assert out.count("[closed-loop] goal reached in ") == 1, out
+    assert out.count("[closed-loop] replan 1: step 3/") == 1 and "replan 2:" not in out
+    assert "[closed-loop] namo_robot: goal reached: True" in out
+    pictures = sorted(renders.glob("namo_closed_loop_*.png"))
+    assert [p.name for p in pictures] == ["namo_closed_loop_1.png"]
+    assert err.count("[camp_executor]: execution picture: ") == 1
+    assert err.count("[camp_executor]: execution reached the goal") == 1

@@ -29,6 +29,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import rclpy
@@ -59,6 +60,7 @@ from camp_planner.execution.executive import (
     Outcome,
 )
 from camp_planner.execution.monitor import Tolerance
+from camp_planner.execution.render import ExecutionPicture, render_execution
 from camp_planner.execution.timing import (
     PANDA_MAX_ACCELERATION,
     PANDA_MAX_VELOCITY,
@@ -111,6 +113,7 @@ PARAMETERS: dict[str, tuple[Any, str]] = {
     "tolerance_robot_rad": (0.15, "radians the base may be turned from the plan's heading"),
     "tolerance_object_m": (0.05, "metres an object may be from where the plan expects it"),
     "robot_radius_m": (0.45, "the base's footprint radius: an object this near its path blocks it"),
+    "render_dir": ("", "where a picture of each execution is written (empty: none)"),
 }
 RANGES: Ranges = {
     "arm_limit_scale": (0.01, 1.0, "fraction of the joint limits"),
@@ -336,6 +339,8 @@ class CampExecutorNode(ManagedNode):
         self.executing: Plan | None = None
         self.progress = ""
         self.drawn_at = 0.0
+        self.picture: ExecutionPicture | None = None  # the execution under way, to render
+        self.executions = 0
         subscribe_scenes(self, SceneObservation, self._on_scene, self.group)
         self.create_subscription(JointState, "joint_states", self._on_joints, 10)
 
@@ -408,6 +413,8 @@ class CampExecutorNode(ManagedNode):
         self.scenes.put(scene)
         with self.draw_lock:
             self.seen = msg
+            if self.picture is not None:
+                self.picture.path.append(scene.robot_pose.as_planar())
         if time.monotonic() - self.drawn_at >= _DRAW_EVERY_S:
             self.draw()
         pose = PoseStamped()
@@ -493,7 +500,18 @@ class CampExecutorNode(ManagedNode):
         ports = self.ports
         ports.cancelled = lambda: bool(handle.is_cancel_requested)
 
+        start = self.scenes.latest()
+        with self.draw_lock:
+            self.picture = None
+            if start is not None:
+                self.picture = ExecutionPicture(start, path=[start.robot_pose.as_planar()])
+        replanned_at: list[Pose2] = []
+
         def feedback(f: Feedback) -> None:
+            if f.phase == "replanning":
+                now = self.scenes.latest()
+                if now is not None:
+                    replanned_at.append(now.robot_pose.as_planar())
             msg = ExecutePlan.Feedback(
                 plan_id=f.plan_id,
                 step=f.step,
@@ -519,6 +537,7 @@ class CampExecutorNode(ManagedNode):
         took = time.monotonic() - t0
         self._fill(out, result)
         self._report(result)
+        self._render(result, replanned_at)
         self.show_progress(
             f"goal reached, {result.replans} replans"
             if result.goal_reached
@@ -538,6 +557,29 @@ class CampExecutorNode(ManagedNode):
             handle.abort()
         self.facts["last_outcome"] = "goal reached" if result.goal_reached else result.code.name
         return out
+
+    def _render(self, result: ExecutionResult, replanned_at: list[Pose2]) -> None:
+        """Write the picture of the execution that ended into ``render_dir``, if set."""
+        with self.draw_lock:
+            picture, self.picture = self.picture, None
+        folder = str(self.param("render_dir"))
+        if not folder or picture is None:
+            return
+        picture.end = self.scenes.latest()
+        picture.replans = list(zip(replanned_at, result.replan_reasons, strict=False))
+        outcome = "goal reached" if result.goal_reached else f"stopped: {result.message}"
+        picture.title = (
+            f"{result.plan_id}: {outcome} ({result.steps_executed} steps, {result.replans} replans)"
+        )
+        self.executions += 1
+        path = Path(folder) / f"{picture.start.domain}_closed_loop_{self.executions}.png"
+        try:
+            render_execution(picture, path)
+        except (OSError, ValueError) as exc:  # a picture never costs the execution
+            self.errors["render"] += 1
+            self.get_logger().warning(f"execution picture not written: {exc}")
+            return
+        self.get_logger().info(f"execution picture: {path}")
 
     def _end(self, handle: Any, out: Any, code: ExecError, message: str) -> Any:
         out.error_code, out.error_message = int(code), message
