@@ -30,8 +30,10 @@ def test_an_execution_with_a_moved_box_and_a_replan_is_drawn(tmp_path: Path) -> 
     try:
         draw_execution(ax, picture)
         texts = [t.get_text() for t in ax.texts]
-        assert texts == ["", "replan 1: step 2/5 (move): base: blocked by side"]  # one arrow
-        assert ax.get_title() == "p: goal reached (5 steps, 1 replans)"
+        assert texts == ["", "1"]  # one arrow, one replan
+        assert ax.get_title() == (
+            "p: goal reached (5 steps, 1 replans)\nreplan 1: step 2/5 (move): base: blocked by side"
+        )
         # The start's three boxes dashed, the end's solid.
         styles = sorted(p.get_linestyle() for p in ax.patches)
         assert styles.count("--") == 3 and styles.count("-") == 3

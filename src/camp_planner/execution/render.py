@@ -5,6 +5,7 @@ object that moved, the path the base drove, and where each replan began with its
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,9 @@ from camp_planner.domains.interface.scene import Pose2, Scene, SceneObject
 
 MOVED_M = 0.05  # an object further than this from its start is drawn as moved
 _COLOURS = {"static": "#1f2937", "movable": "#2563eb", "goal": "#dc2626", "path": "#f59e0b"}
+# Objects whose class names a colour (manipulation's reds, blues, greens) are drawn in it.
+_CLASS_COLOURS = {"red": "#dc2626", "blue": "#2563eb", "green": "#16a34a"}
+_FURNITURE = "#d1d5db"  # tables, bins: static and large, drawn light beneath the rest
 DPI = 110
 
 
@@ -44,24 +48,33 @@ def _corners(obj: SceneObject) -> list[tuple[float, float]]:
     ]
 
 
-def _kind(obj: SceneObject, goal_id: str) -> str:
+def _style(obj: SceneObject, goal_id: str) -> tuple[str, str, int]:
+    """Face colour, edge colour and drawing order of ``obj``."""
     if obj.id == goal_id or obj.object_class == "goal":
-        return "goal"
-    return "movable" if obj.movable else "static"
+        return _COLOURS["goal"], _COLOURS["goal"], 3
+    if obj.movable:
+        colour = _CLASS_COLOURS.get(obj.object_class, _COLOURS["movable"])
+        return colour, colour, 2
+    if obj.object_class == "wall":
+        return _COLOURS["static"], _COLOURS["static"], 1
+    return _FURNITURE, _COLOURS["static"], 0
 
 
 def _draw_world(ax: Axes, scene: Scene, alpha: float, outline_only: bool) -> None:
     for obj in scene.objects:
-        colour = _COLOURS[_kind(obj, scene.goal_object_id)]
+        face, edge, order = _style(obj, scene.goal_object_id)
+        if outline_only and not obj.movable:
+            continue  # the static world is drawn once, from the end scene
         ax.add_patch(
             Polygon(
                 _corners(obj),
                 closed=True,
-                facecolor="none" if outline_only else colour,
-                edgecolor=colour,
+                facecolor="none" if outline_only else face,
+                edgecolor=edge,
                 alpha=alpha,
                 linestyle="--" if outline_only else "-",
                 linewidth=0.8,
+                zorder=order + (0.5 if outline_only else 0.0),
             )
         )
 
@@ -89,24 +102,29 @@ def draw_execution(ax: Axes, picture: ExecutionPicture) -> None:
         ax.plot([gx], [gy], marker="*", markersize=14, color=_COLOURS["goal"], label="goal")
     if picture.path:
         xs, ys = [p[0] for p in picture.path], [p[1] for p in picture.path]
-        ax.plot(xs, ys, color=_COLOURS["path"], linewidth=2.0, label="base driven")
-        ax.plot([xs[0]], [ys[0]], marker="o", color="#111827", label="start")
-        ax.plot([xs[-1]], [ys[-1]], marker="s", color="#111827", label="end")
-    for k, ((x, y, _), why) in enumerate(picture.replans, start=1):
-        ax.plot([x], [y], marker="X", markersize=11, color=_COLOURS["goal"])
+        ax.plot(xs, ys, color=_COLOURS["path"], linewidth=2.0, label="base driven", zorder=4)
+        ax.plot([xs[0]], [ys[0]], marker="o", color="#111827", label="start", zorder=4)
+        ax.plot([xs[-1]], [ys[-1]], marker="s", color="#111827", label="end", zorder=4)
+    for k, ((x, y, _), _why) in enumerate(picture.replans, start=1):
+        ax.plot([x], [y], marker="X", markersize=11, color=_COLOURS["goal"], zorder=5)
         ax.annotate(
-            f"replan {k}: {why[:60]}",
+            str(k),
             (x, y),
             xytext=(6, 6),
             textcoords="offset points",
-            fontsize=7,
+            fontsize=9,
             color=_COLOURS["goal"],
+            zorder=5,
         )
     ax.set_aspect("equal")
     ax.autoscale_view()
     ax.set_xlabel(f"x ({end.frame_id}, m)")
     ax.set_ylabel("y (m)")
-    ax.set_title(picture.title, fontsize=9)
+    # The reasons under the title, where long ones do not run off the picture.
+    reasons = [f"replan {k}: {why}" for k, (_, why) in enumerate(picture.replans, start=1)]
+    ax.set_title(
+        "\n".join([picture.title, *(textwrap.shorten(r, 110) for r in reasons)]), fontsize=8
+    )
     if picture.path:
         ax.legend(loc="upper right", fontsize=7)
 
