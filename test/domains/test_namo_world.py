@@ -95,7 +95,7 @@ def test_the_papers_3x3_tasks_are_unchanged_by_the_grid_setting() -> None:
     assert digest.hexdigest() == "8d8fd530e97859e8d60d9c246f4e7231df44ded4"
 
 
-@pytest.mark.parametrize("grid", [2, 4, 5, 7, 10])
+@pytest.mark.parametrize("grid", [2, 4, 5, 7, 10, 20])
 def test_larger_grids_are_connected_with_start_and_goal_in_opposite_corners(grid: int) -> None:
     st = NamoSettings(grid=grid)
     assert st.n_rooms == grid * grid and st.goal_room == grid * grid - 1
@@ -118,10 +118,15 @@ def test_larger_grids_are_connected_with_start_and_goal_in_opposite_corners(grid
         assert all(task.room_of(d.x - 0.01, d.y - 0.01) in (d.a, d.b) for d in task.doors)
 
 
-@pytest.mark.parametrize("grid", [0, 1, 11, 4.5])
+@pytest.mark.parametrize("grid", [0, 1, 21, 4.5])
 def test_grids_outside_the_supported_sizes_are_refused(grid: float) -> None:
     with pytest.raises(ValueError, match=r"world\.grid"):
         NamoSettings(grid=grid)  # type: ignore[arg-type]
+
+
+def test_a_20x20_building_holds_hundreds_of_boxes() -> None:
+    task = generate_task(0, 8000, NamoSettings(grid=20))
+    assert len(task.boxes) >= 300
 
 
 def test_render_draws_a_larger_grid(tmp_path: Path) -> None:

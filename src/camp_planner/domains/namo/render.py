@@ -2,11 +2,11 @@
 robot's base path and the boxes it moved (drawn from the pure task geometry, so rendering
 needs no simulator).
 
-The paper's 3×3 world is drawn as it always was. A larger grid (up to 10×10: 100 rooms,
-about 250 boxes) gets a figure that grows with it, so that a room keeps enough pixels for its
+The paper's 3×3 world is drawn as it always was. A larger grid (up to 20×20: 400 rooms,
+about 1000 boxes) gets a figure that grows with it, so that a room keeps enough pixels for its
 boxes, and marks that stay visible at that size: rooms outside the context darker, the
-allowed ones outlined, the path haloed. Boxes carry no name labels at any size (250 of them
-would overlap); rooms carry their number.
+allowed ones outlined, the path haloed. Boxes carry no name labels at larger sizes (hundreds of
+them would overlap); rooms carry their number.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ Pose2D = tuple[float, float, float]  # x, y, yaw
 N_ROOMS = 9
 GOAL_ROOM = 8
 START_ROOM = 0
-MAX_GRID = 10  # 100 rooms, 500 box slots: the largest scaling study (docs/results/history.md)
+MAX_GRID = 20  # 400 rooms, 2000 box slots: the largest world measured (docs/results/namo.md)
 # Room sides a floor plan may give, in metres: below 2 m a room's five box slots, 0.55 m
 # apart and clear of the walls, no longer fit beside a 0.6 m base; above 8 m the motion
 # planner's free-space grid grows past what the 10×10 world at 3 m needs.
