@@ -2,6 +2,7 @@
 manipulation domain's tasks: grasps from geometry, IK and collision checks, holding,
 placing into bins and regrasping."""
 
+import itertools
 import math
 import random
 from collections.abc import Callable
@@ -152,6 +153,40 @@ def test_a_place_into_a_free_bin_puts_the_object_inside_it() -> None:
         assert b.contains(x, y) and z == pytest.approx(b.floor_z, abs=0.005)
         assert orn == pytest.approx((0.0, 0.0, 0.0, 1.0))  # upright
         assert not scene.arm_collisions()
+
+
+def test_a_side_placement_withdraws_clear_of_a_red_let_go_a_few_millimetres_off() -> None:
+    """The empty hand's way out of a side placement clears the red released a few
+    millimetres off the planned spot (IK's tolerance is 5 mm at the grasp and at the place):
+    lifting the palm up the red's side grazed it as planned, and hit it on the robot."""
+    task = SKINNY
+    red = task.reds[0].name
+    with direct_client() as client:
+        scene = TabletopScene(task, client)
+        _holding(task, scene, SIDE)
+        free = [task.bins[k] for k in task.free_bins]
+        _, where, check = _place_somewhere(scene, task, [(b.x, b.y, b.floor_z) for b in free])
+        scene.set_arm(check.goal_q or ())
+        scene.detach()
+        x, y, z = where.position
+        # Planned, as a plan's program is, with the red where the plan lets it go ...
+        scene.place_object(red, x, y, z - where.height)
+        scene.set_arm(check.goal_q or (), task.settings.gripper_max_opening)
+        retreat, hits = scene.withdrawal(where, check, holding=False)
+        assert retreat and not hits
+        way = [check.goal_q or (), *retreat]
+        c, s = math.cos(where.yaw), math.sin(where.yaw)
+        # ... and clear of it let go beside that spot or farther from the palm (a hand that
+        # stopped short of the red held it there; one past it would have pushed into it).
+        for off in (
+            (0.0, 0.0),
+            (0.004 * s, -0.004 * c),
+            (-0.004 * s, 0.004 * c),
+            (0.004 * c, 0.004 * s),
+        ):
+            scene.place_object(red, x + off[0], y + off[1], z - where.height)
+            for a, b in itertools.pairwise(way):
+                assert red not in scene.motion_collisions(a, b), off
 
 
 def test_a_place_into_an_occupied_bin_collides_with_its_occupant() -> None:

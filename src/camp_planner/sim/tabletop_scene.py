@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import pybullet as pb
 
@@ -47,9 +46,8 @@ from camp_planner.sim.tabletop_geometry import (
     hand_orientation,
     swept_width,
 )
+from camp_planner.sim.tabletop_world import Pose2D, TabletopWorld, UprightSolid
 
-Pose2D = tuple[float, float, float]  # x, y, yaw
-Rgba = tuple[float, float, float, float]
 Transform = tuple[Vec3, Quat]
 
 ARM_JOINTS = range(7)
@@ -67,6 +65,8 @@ APPROACH = 0.12  # metres the approach pose backs off from the grasp (or lifts a
 IK_POSITION_TOLERANCE = 0.005
 IK_ANGLE_TOLERANCE = 0.05  # radians
 PATH_STEPS = 4  # joint-space poses checked between approach and grasp, ends excluded
+CHECK_STEP = 0.05  # radians between the arm poses a motion is checked at (every joint)
+LINE_STEP = 0.02  # metres between the IK poses of a straight withdrawal
 PLACE_CLEARANCE = 0.003  # a placed object is let go this far above its support
 _CONTACT = -1e-6  # a distance below this is a penetration (touching is allowed)
 _IK_MEMO = 100_000  # IK answers a scene remembers (each a few hundred bytes)
@@ -79,66 +79,6 @@ _IK_RETRY_WITHIN = 0.05
 # farther away are refused without asking IK.
 _SHOULDER_Z = 0.333
 _REACH = 0.97
-
-
-class TabletopDimensions(Protocol):
-    """The robot's sizes, in metres."""
-
-    @property
-    def base_half_extent(self) -> float: ...
-    @property
-    def base_height(self) -> float: ...
-    @property
-    def arm_mount_x(self) -> float: ...
-    @property
-    def gripper_max_opening(self) -> float: ...
-    @property
-    def finger_pad(self) -> float: ...
-
-
-class StaticSlab(Protocol):
-    """A static axis-aligned box (a table, a bin's floor or wall); several may share a name."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def centre(self) -> Vec3: ...
-    @property
-    def half(self) -> Vec3: ...
-    @property
-    def rgba(self) -> Rgba: ...
-
-
-class UprightSolid(Protocol):
-    """A movable body of revolution standing with its bottom's centre at (x, y, z)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def x(self) -> float: ...
-    @property
-    def y(self) -> float: ...
-    @property
-    def z(self) -> float: ...
-    @property
-    def sections(self) -> Sequence[Section]: ...
-    @property
-    def rgba(self) -> Rgba: ...
-
-
-class TabletopWorld(Protocol):
-    """What a scene is built from (e.g. the manipulation domain's ``ManipTask``)."""
-
-    @property
-    def task_id(self) -> int: ...
-    @property
-    def settings(self) -> TabletopDimensions: ...
-    @property
-    def objects(self) -> Sequence[UprightSolid]: ...
-    @property
-    def start(self) -> Pose2D: ...
-
-    def slabs(self) -> Sequence[StaticSlab]: ...
 
 
 @dataclass(frozen=True)
@@ -695,6 +635,88 @@ class TabletopScene:
         the current base pose: IK, and no collision of the arm or the held object on the
         way down (an occupied bin's occupant, a bin's wall, a neighbour)."""
         return self._check_motion(place, None, flips)
+
+    def motion_collisions(
+        self, start: Sequence[float], end: Sequence[float], margin: float = 0.0
+    ) -> set[str]:
+        """What the arm (and a held object) touches moving in joint space from ``start`` to
+        ``end``, at poses at most ``CHECK_STEP`` apart in every joint (``PATH_STEPS`` between
+        the ends at least, as the grasp checks sample an approach), the ends included, closer
+        than ``margin``; the arm is left at ``end``."""
+        widest = max((abs(b - a) for a, b in zip(start, end, strict=True)), default=0.0)
+        n = max(PATH_STEPS + 1, math.ceil(widest / CHECK_STEP))
+        hits: set[str] = set()
+        for k in range(n + 1):
+            t = k / n
+            self.set_arm([a + t * (b - a) for a, b in zip(start, end, strict=True)])
+            hits |= self.arm_collisions(margin)
+        return hits
+
+    def _line(
+        self, grasp: Grasp, check: ArmCheck, way: tuple[float, float, float]
+    ) -> tuple[tuple[tuple[float, ...], ...], set[str]]:
+        """The gripper moved from ``check``'s goal along the straight line ``way`` (dx, dy,
+        dz), in the orientation the check's IK found: arm joints every ``LINE_STEP`` by IK,
+        each seeded from the last, and what the joint-space motions between them touch; no
+        joints if IK loses the line."""
+        assert check.goal_q is not None
+        x, y, z = grasp.position
+        n = max(1, math.ceil(math.hypot(*way) / LINE_STEP))
+        last: tuple[float, ...] = check.goal_q
+        points: list[tuple[float, ...]] = []
+        hits: set[str] = set()
+        for k in range(1, n + 1):
+            t = k / n
+            at = (x + t * way[0], y + t * way[1], z + t * way[2])
+            orientation = check.orientation or grasp.orientation
+            # Near a joint limit IK from the last pose can stall: its usual seeds then, the
+            # motion from the last pose checked all the same.
+            q = self.solve_ik(at, orientation, seed=last) or self.solve_ik(at, orientation)
+            if q is None:
+                return (), hits
+            hits |= self.motion_collisions(last, q)
+            points.append(q)
+            last = q
+        return tuple(points), hits
+
+    def withdrawal(
+        self, grasp: Grasp, check: ArmCheck, holding: bool
+    ) -> tuple[tuple[tuple[float, ...], ...], frozenset[str]]:
+        """How the arm withdraws from ``check``'s goal, with the scene as after the gripper
+        acted there (``holding`` the picked object, or with the placed one standing and the
+        fingers open): the arm joints along the first of the candidate straight lines that is
+        clear, and (), with what the candidates touched, if none is.
+
+        A pick lifts straight up (backing out of a side grasp, beside the object at its
+        height, would drag it across the table). A top placement lifts; a side placement
+        backs out the way a side grasp came in, else diagonally up and back, else up: its
+        palm stands against the object, and lifting slides it up the object's side (and
+        under a fat object's cap), which an object let go a few millimetres off the planned
+        spot (IK's tolerance, at the grasp and again at the place) turns into a collision.
+        Lines, not one joint-space motion to the end: a joint-space motion to a pose 12 cm
+        back swung the arm through the bins beside."""
+        c, s = math.cos(grasp.yaw), math.sin(grasp.yaw)
+        d = APPROACH / math.sqrt(2)
+        up, back, diagonal = (
+            (0.0, 0.0, APPROACH),
+            (-APPROACH * c, -APPROACH * s, 0.0),
+            (
+                -d * c,
+                -d * s,
+                d,
+            ),
+        )
+        if holding or grasp.style == TOP:
+            ways = [up] if holding else [up, diagonal, back]
+        else:
+            ways = [back, diagonal, up]
+        hits: set[str] = set()
+        for way in ways:
+            points, touched = self._line(grasp, check, way)
+            if points and not touched:
+                return points, frozenset()
+            hits |= touched
+        return (), frozenset(hits)
 
     def place(self, place: Grasp, check: ArmCheck) -> None:
         """Execute a feasible placement: lower, let go (fingers open), tuck the arm."""

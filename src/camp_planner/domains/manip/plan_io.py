@@ -26,16 +26,11 @@ MDP's moves, the TAMP planner's OMPL paths) was checked with the arm stowed, so 
 drives with it stowed, and straight from the stowed pose to an approach the forearm sweeps
 through the table's edge.
 
-Retreats (:func:`_retreat`): a top pick retreats to its approach, straight above the grasp.
-A side pick's approach is beside the red at the height it stands, so backing out to it would
-drag the held red across the table top (its bottom touches the table throughout, and the
-swept red, wider and lower than the gripper that came in, was never checked): it lifts
-straight up by :data:`~camp_planner.sim.tabletop_scene.APPROACH` instead, as
-:meth:`TabletopScene.pick` does. A place (or a put-down) retreats to its approach, straight
-above, when the open fingers clear the released red on the way; under a fat red's cap they do
-not (a side grasp closes on the stem below the cap), so it backs off horizontally along the
-gripper's heading, the way a side grasp came in. Each retreat is checked as the grasps are,
-in joint space with the arm, and a held red, against every body of the world.
+Retreats (:meth:`TabletopScene.withdrawal`): straight lines out, by IK every 2 cm: up after a
+pick; out of a side placement the way the grasp came in, else diagonally, else up. Each is
+checked as the grasps are, in joint space with the arm, and a held red, against every body
+of the world. The planner's placement checks (:meth:`TabletopScene.check_place`) do not ask
+for a way out: where none is clear the executing robot refuses the motion and says why.
 """
 
 from __future__ import annotations
@@ -56,10 +51,8 @@ from camp_planner.domains.interface.scene import Pose, Pose2
 from camp_planner.domains.manip.layout import NONE
 from camp_planner.domains.manip.mdp import ManipMDP
 from camp_planner.domains.manip.world import Pose2D
-from camp_planner.sim.tabletop_geometry import SIDE, TOP, hand_orientation
+from camp_planner.sim.tabletop_geometry import SIDE, hand_orientation
 from camp_planner.sim.tabletop_scene import (
-    APPROACH,
-    PATH_STEPS,
     STOWED,
     ArmCheck,
     Grasp,
@@ -113,24 +106,6 @@ LIFTS = (0.15, 0.08, 0.25)
 # A transit (unlike an approach, which ends touching) keeps this clear of everything: the
 # robot samples its motion elsewhere than the check did, and a grazing pass failed there.
 CLEARANCE = 0.01
-CHECK_STEP = 0.05  # radians between the arm poses a motion is checked at (every joint)
-
-
-def motion_hits(
-    scene: TabletopScene, start: Sequence[float], end: Sequence[float], margin: float = 0.0
-) -> set[str]:
-    """What the arm (and a held object) touches moving in joint space from ``start`` to
-    ``end``, at poses at most ``CHECK_STEP`` apart in every joint (``PATH_STEPS`` between the
-    ends at least, as the scene's grasp checks sample an approach), the ends included, closer
-    than ``margin``; the arm is left at ``end``."""
-    widest = max((abs(b - a) for a, b in zip(start, end, strict=True)), default=0.0)
-    n = max(PATH_STEPS + 1, math.ceil(widest / CHECK_STEP))
-    hits: set[str] = set()
-    for k in range(n + 1):
-        t = k / n
-        scene.set_arm([a + t * (b - a) for a, b in zip(start, end, strict=True)])
-        hits |= scene.arm_collisions(margin)
-    return hits
 
 
 def _high(q0: float) -> Joints:
@@ -174,40 +149,18 @@ def _transit(scene: TabletopScene, start: Joints, end: Joints) -> list[Joints]:
     ]
     for chain in chains:
         poses = [start, *chain, end]
-        if not any(motion_hits(scene, a, b, CLEARANCE) for a, b in itertools.pairwise(poses)):
+        if not any(scene.motion_collisions(a, b, CLEARANCE) for a, b in itertools.pairwise(poses)):
             return chain
     return chains[-1]
 
 
-def _offset(
-    check: ArmCheck, goal: Grasp, scene: TabletopScene, dx: float, dy: float, dz: float
-) -> Joints | None:
-    """Arm joints putting the gripper at ``goal``'s position moved by (dx, dy, dz), in the
-    orientation the check's IK found, seeded from its goal joints (the nearby solution)."""
-    assert check.goal_q is not None
-    x, y, z = goal.position
-    return scene.solve_ik(
-        (x + dx, y + dy, z + dz), check.orientation or goal.orientation, seed=check.goal_q
-    )
-
-
-def _retreat(scene: TabletopScene, goal: Grasp, check: ArmCheck, holding: bool) -> Joints:
-    """Where the arm withdraws to from ``check``'s goal (see the module's docstring), with the
-    scene set up as after the gripper acted there: ``holding`` the red (a pick) or with the
-    released red standing (a place). The first candidate the arm (and the red) clears, else
-    the first: the executing robot then refuses the motion and says why."""
-    assert check.goal_q is not None and check.approach_q is not None
-    if holding:
-        up = check.approach_q if goal.style == TOP else _offset(check, goal, scene, 0, 0, APPROACH)
-        candidates = [up, check.approach_q]
-    else:
-        back = (-APPROACH * math.cos(goal.yaw), -APPROACH * math.sin(goal.yaw), 0.0)
-        candidates = [check.approach_q, _offset(check, goal, scene, *back)]
-    found = [q for q in candidates if q is not None]
-    for q in found:
-        if not motion_hits(scene, check.goal_q, q):
-            return q
-    return found[0]
+def _retreat(scene: TabletopScene, goal: Grasp, check: ArmCheck, holding: bool) -> list[Joints]:
+    """The arm's points as it withdraws from ``check``'s goal (:meth:`TabletopScene.withdrawal`),
+    with the scene set up as after the gripper acted there. If no way out is clear, the
+    approach: the executing robot then refuses the motion and says why."""
+    assert check.approach_q is not None
+    found, _ = scene.withdrawal(goal, check, holding)
+    return list(found) if found else [check.approach_q]
 
 
 def _program(
@@ -232,8 +185,9 @@ def _program(
         x, y, z = goal.position
         scene.place_object(red, x, y, z - goal.height)
         scene.set_arm(check.goal_q, st.gripper_max_opening)
-    points.append(_retreat(scene, goal, check, holding=pick))
-    return points, len(points) - 2
+    gripper_at = len(points) - 1
+    points += _retreat(scene, goal, check, holding=pick)
+    return points, gripper_at
 
 
 def _stow(scene: TabletopScene, last: Joints) -> list[Joints]:
