@@ -38,7 +38,6 @@ from typing import Any
 import rclpy
 from nav_msgs.msg import Path as PathMsg
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.action import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
@@ -67,6 +66,7 @@ from camp_planner.ros.common import (
     SELECT_QOS,
     SELECT_SERVICE,
     STATUS_TOPIC,
+    ActionClient,
     declare_service_params,
     service_params,
     subscribe_scenes,

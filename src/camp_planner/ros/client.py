@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import rclpy
-from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
@@ -38,6 +37,7 @@ from camp_planner.ros.common import (
     SELECT_QOS,
     SELECT_SERVICE,
     STATUS_TOPIC,
+    ActionClient,
 )
 
 SELECT_RETRY_S = 3.0  # a selection takes milliseconds; an unanswered one is sent again

@@ -155,10 +155,9 @@ class LoopRig:
         executor: bool = True,
         artifacts: Path = Path("artifacts"),
     ) -> None:
-        from rclpy.action import ActionClient
-
         from camp_msgs.action import ExecutePlan, PlanTask
         from camp_planner.ros.bringup import spin_executor
+        from camp_planner.ros.common import ActionClient
         from camp_planner.ros.executor_node import CampExecutorNode
         from camp_planner.ros.lifecycle_manager import LifecycleManager
         from camp_planner.ros.robot_sim_node import RobotSimNode

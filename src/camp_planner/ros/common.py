@@ -4,12 +4,14 @@ among them: :mod:`camp_planner.ros.worlds`) and where their files are found."""
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.action import ActionClient as _RclpyActionClient
 from rclpy.callback_groups import CallbackGroup
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
@@ -76,6 +78,19 @@ EXECUTE_ACTION = "execute_plan"  # camp_executor's
 # The lifecycle nodes a camp_lifecycle_manager brings up, in this order.
 MANAGED_NODES = ("tamp_server", "camp_planner", "camp_executor")
 OPEN_LOOP_MANAGED = MANAGED_NODES[:2]
+
+
+class ActionClient(_RclpyActionClient):
+    """rclpy's action client, safe to create while an executor spins its node.
+
+    rclpy adds the client to its node before it sets the lock that the executor's wait-set
+    queries take (ros2/rclpy#1589). An executor thread that met the client in between raised
+    AttributeError and stopped spinning: a restarted ``camp_executor`` died while it
+    configured, under load in CI. The lock is there from the start."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._lock = threading.Lock()
+        super().__init__(*args, **kwargs)
 
 
 def managed_nodes(names: Sequence[str]) -> list[str]:

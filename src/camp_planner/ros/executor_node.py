@@ -38,7 +38,7 @@ from control_msgs.action import FollowJointTrajectory, GripperCommand
 from geometry_msgs.msg import PoseStamped
 from nav2_msgs.action import FollowPath, NavigateThroughPoses
 from nav_msgs.msg import Path as PathMsg
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.lifecycle import LifecycleState, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
@@ -77,6 +77,7 @@ from camp_planner.ros.common import (
     LATCHED,
     PLAN_ACTION,
     PLAN_TOPIC,
+    ActionClient,
     subscribe_scenes,
 )
 from camp_planner.ros.convert import (
