@@ -1,8 +1,17 @@
 from __future__ import annotations
 
-import pytest
+import itertools
 
-from camp_planner.core.context_space import ContextSpaceSpec, generate_context_space
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from camp_planner.core.context import Term
+from camp_planner.core.context_space import (
+    ContextSpaceSpec,
+    _covering_combinations,
+    generate_context_space,
+)
 from camp_planner.core.errors import CampError
 from camp_planner.domains.gridworld.domain import GridworldDomain
 
@@ -86,3 +95,22 @@ def test_required_values_appear_in_every_disjunction() -> None:
     assert spec.to_json()["required_values"] == [0, 8]
     assert "required_values" not in ContextSpaceSpec().to_json()
     assert ContextSpaceSpec.from_mapping(spec.to_json()) == spec
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 5), min_size=0, max_size=9),
+    length=st.integers(1, 4),
+    required=st.lists(st.integers(0, 6), max_size=3),
+)
+def test_covering_combinations_are_the_filtered_combinations_in_order(
+    values: list[int], length: int, required: list[int]
+) -> None:
+    # Terms of two variables may share a value, and a required value may be missing.
+    terms = [Term(f"v{k % 2}", value) for k, value in enumerate(values)]
+    expected = [
+        combo
+        for combo in itertools.combinations(terms, length)
+        if set(required) <= {t.value for t in combo}
+    ]
+    assert list(_covering_combinations(terms, length, required)) == expected

@@ -55,17 +55,20 @@ def test_the_default_world_is_the_domains_defaults(
     assert shipped == [("namo", "tamp", None)]
 
 
-def test_grid10_names_its_configuration_and_its_shipped_bundle(
-    shipped: list[tuple[Any, ...]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("grid", [10, 20])
+def test_a_building_world_names_its_configuration_and_its_shipped_bundle(
+    shipped: list[tuple[Any, ...]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grid: int
 ) -> None:
     from camp_planner.ros.common import bundle_path, config_path
 
     monkeypatch.chdir(tmp_path)  # found from anywhere: the share folder or the source tree
-    config = config_path("namo", "grid10", "")
-    assert config is not None and config.resolve() == GRID10
-    assert yaml.safe_load(config.read_text())["world"] == {"grid": 10}
-    assert bundle_path("namo", "grid10", "") == tmp_path / "namo-grid10-tamp.pt"
-    assert shipped == [("namo", "tamp", "grid10")]
+    world = f"grid{grid}"
+    config = config_path("namo", world, "")
+    assert config is not None
+    assert config.resolve() == (ROOT / "config" / "namo" / f"{world}.yaml").resolve()
+    assert yaml.safe_load(config.read_text())["world"] == {"grid": grid}
+    assert bundle_path("namo", world, "") == tmp_path / f"namo-{world}-tamp.pt"
+    assert shipped == [("namo", "tamp", world)]
 
 
 def test_explicit_parameters_win_over_the_worlds_defaults(

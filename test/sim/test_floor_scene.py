@@ -469,3 +469,32 @@ def test_the_floor_index_lists_exactly_the_bodies_near_the_robots_disc() -> None
         assert scene._near(-0.5, 1.0, 0.0, frozenset()) == scene._near_broadphase(
             -0.5, 1.0, 0.0, frozenset()
         )
+
+
+def test_many_boxes_taken_away_at_once_are_reindexed_within_a_fixed_number_of_queries() -> None:
+    # A CAMP of a large world takes most of its boxes out of the scene at once. Checking
+    # each of them on every query until half as many queries as boxes had passed cost a
+    # 20×20 CAMP seconds; testing them costs the same per query whatever their number, so
+    # they are folded into the index after a fixed number of queries.
+    from camp_planner.domains.namo.world import NamoSettings
+    from camp_planner.sim.floor_scene import _FOLD_QUERIES
+
+    task = generate_task(0, 3, NamoSettings(grid=8))
+    assert len(task.boxes) > 4 * _FOLD_QUERIES
+    rng = random.Random(3)
+    size = task.settings.world_size
+    with direct_client() as client:
+        scene = FloorScene(task, client)
+        scene.blocked_at(task.start)  # the index is built and up to date
+        for _ in range(_FOLD_QUERIES + 1):
+            scene.blocked_at(task.start)
+        assert not scene._stale
+        for box in task.boxes:
+            scene.remove_box(box.name)
+        for _ in range(_FOLD_QUERIES + 1):
+            pose = (rng.uniform(0, size), rng.uniform(0, size), 0.0)
+            scene.blocked_at(pose)
+        assert not scene._stale
+        assert not scene.collisions((task.boxes[0].x, task.boxes[0].y, 0.0)) & {
+            b.name for b in task.boxes
+        }

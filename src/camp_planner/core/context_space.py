@@ -176,6 +176,46 @@ def _whole_domain(terms: Sequence[Term], sizes: Mapping[str, float]) -> bool:
     return len(names) == 1 and len(terms) == sizes[next(iter(names))]
 
 
+def _covering_combinations(
+    terms: Sequence[Term], length: int, required: Sequence[Hashable] | None
+) -> Iterator[tuple[Term, ...]]:
+    """The ``length``-combinations of ``terms`` whose values include every ``required`` value,
+    in ``itertools.combinations`` order (so ids, indices and a space's seeded subsample stay
+    as they were).
+
+    Filtering every combination cost 11 s in a 20×20 NAMO world (400 room terms, 10.6 million
+    triples, of which about 400 hold both required rooms): branches that can no longer take
+    in the values still missing are cut here instead."""
+    if not required:
+        yield from itertools.combinations(terms, length)
+        return
+    n = len(terms)
+    later: list[frozenset[Hashable]] = [frozenset()] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        later[i] = later[i + 1] | {terms[i].value}
+    chosen: list[Term] = []
+
+    def extend(start: int, missing: frozenset[Hashable]) -> Iterator[tuple[Term, ...]]:
+        left = length - len(chosen)
+        if left == 0:
+            if not missing:
+                yield tuple(chosen)
+            return
+        if len(missing) > left:
+            return
+        for i in range(start, n - left + 1):
+            if not missing <= later[i]:
+                return  # later starts see fewer values still
+            term = terms[i]
+            if len(missing) == left and term.value not in missing:
+                continue  # every slot left must take in a missing value
+            chosen.append(term)
+            yield from extend(i + 1, missing - {term.value})
+            chosen.pop()
+
+    yield from extend(0, frozenset(required))
+
+
 def generate_context_space(mdp: FactoredMDP, spec: ContextSpaceSpec) -> ContextSpace:
     """The paper's context family over ``mdp``'s variables, universal context first."""
     variables = mdp.variables
@@ -185,11 +225,7 @@ def generate_context_space(mdp: FactoredMDP, spec: ContextSpaceSpec) -> ContextS
     if spec.include_single:
         found.extend(Context("single", (t,)) for t in terms)
     for length in range(max(2, spec.min_disjunction_length), spec.max_disjunction_length + 1):
-        for combo in itertools.combinations(terms, length):
-            if spec.required_values is not None and not set(spec.required_values) <= {
-                t.value for t in combo
-            }:
-                continue
+        for combo in _covering_combinations(terms, length, spec.required_values):
             if _whole_domain(combo, sizes):
                 continue  # every value of its one variable: the universal context again
             if _joint_domain_size(combo, sizes) <= spec.max_domain_size:

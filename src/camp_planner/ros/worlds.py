@@ -22,7 +22,7 @@ DEFAULT_WORLD = ""
 # working directory, installed share/camp_planner, source tree). The bundle of world W is
 # learning.bundle.shipped_bundle(domain, "tamp", world=W).
 WORLDS: dict[str, dict[str, str]] = {
-    "namo": {"grid10": "config/namo/grid10.yaml"},
+    "namo": {"grid10": "config/namo/grid10.yaml", "grid20": "config/namo/grid20.yaml"},
 }
 
 

@@ -23,9 +23,11 @@ from camp_planner.core.mdp import FactoredMDP
 from camp_planner.domains.base import Domain, RenderPanel, paper_selector_settings
 from camp_planner.domains.manip.world import (
     ARM_REACH,
+    RED_CELLS,
     ManipSettings,
     ManipTask,
     make_tasks,
+    red_cells,
 )
 
 # A world file's keys (ManipDomain.optional_settings: absent from the defaults, so that the
@@ -61,11 +63,14 @@ _RANGES = {
 
 
 def world_settings(config: Mapping[str, Any]) -> ManipSettings:
-    """The world a configuration describes (its ``world`` block: the distractors, and a
-    world file's tables and bins; the defaults without them); a :class:`CampError` naming
-    the ``world`` field the work cell cannot hold."""
+    """The world a configuration describes (its ``world`` block: the distractors, where the
+    reds may stand, and a world file's tables and bins; the defaults without them); a
+    :class:`CampError` naming the ``world`` field the work cell cannot hold."""
     world = config.get("world") or {}
-    st = ManipSettings(n_distractors=int(world.get("n_distractors", 15)))
+    cells = world.get("red_cells", ManipSettings.red_cells)
+    if cells not in RED_CELLS:
+        raise CampError(f"world.red_cells must be one of {', '.join(RED_CELLS)}, got {cells!r}")
+    st = ManipSettings(n_distractors=int(world.get("n_distractors", 15)), red_cells=cells)
     given: dict[str, Any] = {}
     for section, keys in _SECTIONS.items():
         for key, value in (world.get(section) or {}).items():
@@ -127,9 +132,7 @@ def _check_cell(st: ManipSettings, config: Mapping[str, Any]) -> None:
     cx, cy = task.left_table.centre
     reds = [
         (cx + (i - (n - 1) / 2) * st.pitch, cy + (j - (n - 1) / 2) * st.pitch)
-        for i in range(n)
-        for j in range(n)
-        if min(i, j) == 0 or max(i, j) == n - 1
+        for i, j in red_cells(st)
     ]
     targets = [
         ("table_left", "world.tables.left_gap (a red's place on the left table)", reds),
@@ -223,6 +226,11 @@ class ManipDomain(Domain):
         seed = (
             config["tasks"].get("test_seed", config["seed"]) if split == "test" else config["seed"]
         )
+        if settings.red_cells == "any":
+            # The cluttered world keeps only layouts the simulator can pick every red in.
+            from camp_planner.domains.manip.clutter import cluttered_tasks
+
+            return list(cluttered_tasks(split, int(config["tasks"][split]), int(seed), settings))
         return make_tasks(split, int(config["tasks"][split]), int(seed), settings)
 
     def make_mdp(self, task: Any, config: Mapping[str, Any]) -> FactoredMDP:
@@ -245,11 +253,20 @@ class ManipDomain(Domain):
         return "fat" if task.fat else "skinny"
 
     def world_name(self, config: Mapping[str, Any]) -> str | None:
-        # A world file is the user's work cell: nothing ships for it (no file of this name).
-        return "workcell" if self.is_world_file(config) else None
+        # A world file is the user's work cell, and the cluttered world's tasks are not the
+        # shipped selector's: nothing ships for either (no file of these names), so neither
+        # is planned with a selector trained on the paper world's reds on outer cells.
+        if self.is_world_file(config):
+            return "workcell"
+        return "cluttered" if config["world"].get("red_cells", "outer") == "any" else None
 
     def optional_settings(self) -> Mapping[str, Any]:
-        return {f"world.{section}": keys for section, keys in world_file_defaults().items()}
+        # ``red_cells`` is absent from the defaults as a world file's sections are: a
+        # configuration that does not give it hashes to the cache keys it always had.
+        return {
+            "world.red_cells": ManipSettings.red_cells,
+            **{f"world.{section}": keys for section, keys in world_file_defaults().items()},
+        }
 
     def check_config(self, config: Mapping[str, Any]) -> None:
         world_settings(config)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from camp_planner.domains.manip.layout import STAGING, TABLE, bin_loc
@@ -49,19 +50,28 @@ BIN: Rgba = (0.55, 0.55, 0.6, 1.0)
 ARM_REACH = 0.85
 
 _SPLIT_OFFSET = {"train": 0, "test": 5_000}  # as NAMO's: train and test seeds never meet
+# Where the reds may stand on the left table's grid (``ManipSettings.red_cells``): ``outer``,
+# the border cells, which a side grasp from the table's edge reaches past no blue (the
+# default, this repository's world since issue 50); ``any``, every cell, inner ones among
+# the blues included, as in the paper's D4 (issue 64).
+RED_CELLS = ("outer", "any")
+# How many layouts of the left table ``generate_task`` draws for a task before it gives up
+# (the cluttered world keeps about one draw in two of a fat task, nearly every skinny one).
+MAX_TABLE_DRAWS = 100
 
 
 @dataclass(frozen=True)
 class ManipSettings:
     """What the generator varies and the fixed geometry of the world, objects and robot."""
 
-    # Left table: a jittered grid of cells, the reds in outer cells.
+    # Left table: a jittered grid of cells, the reds in outer cells (or any: ``red_cells``).
     grid: int = 5  # cells per side; grows to fit n_distractors + n_reds (see cells_per_side)
     pitch: float = 0.2
     jitter: float = 0.03  # each coordinate, uniform within ±jitter of the cell centre
     clearance: float = 0.01  # least gap between neighbours (jitter is redrawn until it holds)
     n_reds: int = 2
     n_distractors: int = 15  # the scaling row: 15, 30, 60
+    red_cells: str = "outer"  # one of RED_CELLS; "any" is config/manip/cluttered.yaml's world
     table_margin: float = 0.13  # outer cells' centres to the table edge (a fat cap + jitter)
     table_height: float = 0.6
     left_gap: float = 0.5  # origin to the left table's edge
@@ -105,6 +115,8 @@ class ManipSettings:
             raise ValueError("world needs at least one red object and no negative counts")
         if not 0 <= self.min_free_bins <= self.bins_per_side**2:
             raise ValueError(f"min_free_bins must be within 0..{self.bins_per_side**2}")
+        if self.red_cells not in RED_CELLS:
+            raise ValueError(f"red_cells must be one of {RED_CELLS}, got {self.red_cells!r}")
 
     @property
     def cells_per_side(self) -> int:
@@ -395,11 +407,22 @@ class ManipTask:
         return abs(pose[0]) <= hx - r and abs(pose[1]) <= hy - r
 
 
-def generate_task(task_id: int, seed: int, settings: ManipSettings | None = None) -> ManipTask:
-    """A random task; the same (seed, settings) always gives the same task."""
+def generate_task(
+    task_id: int,
+    seed: int,
+    settings: ManipSettings | None = None,
+    accept: Callable[[ManipTask], bool] | None = None,
+) -> ManipTask:
+    """A random task; the same (seed, settings, accept) always gives the same task.
+
+    ``accept`` (if given) judges each draw of the left table's objects: one it refuses is
+    drawn again from the same random stream (the red radius and the bins, what the selector
+    sees, are kept), up to ``MAX_TABLE_DRAWS`` times, then a ValueError. The cluttered world
+    (``red_cells = "any"``) passes the simulator's test that every red has a grasp
+    (:func:`camp_planner.domains.manip.clutter.every_red_graspable`); without ``accept`` a task
+    is its first draw, as it always was."""
     st = settings or ManipSettings()
     rng = random.Random(seed)
-    n = st.cells_per_side
     fat = rng.random() < st.fat_prob
     # What the selector sees (the red radius and the bins) is drawn before the table's
     # objects, so that a task keeps it whatever the number of distractors (the scaling row
@@ -410,12 +433,41 @@ def generate_task(task_id: int, seed: int, settings: ManipSettings | None = None
         if n_bins - sum(occupied) >= st.min_free_bins:
             break
     skeleton = ManipTask(task_id, seed, fat, (), occupied, settings=st)
+    green = ((0.0, st.green_height, st.green_radius),)
+    greens = [
+        ManipObject(f"green_{b.index}", "green", b.x, b.y, b.floor_z, green, GREEN)
+        for b in skeleton.bins
+        if occupied[b.index]
+    ]
+    for _ in range(MAX_TABLE_DRAWS):
+        table = _draw_table(rng, skeleton)
+        task = ManipTask(task_id, seed, fat, (*table, *greens), occupied, settings=st)
+        if accept is None or accept(task):
+            return task
+    raise ValueError(
+        f"task {task_id} (seed {seed}): no draw of {MAX_TABLE_DRAWS} left-table layouts "
+        "was accepted"
+    )
+
+
+def red_cells(st: ManipSettings) -> list[tuple[int, int]]:
+    """The grid cells (i, j) a red may be drawn in: the border's, or every cell."""
+    n = st.cells_per_side
+    cells = [(i, j) for i in range(n) for j in range(n)]
+    if st.red_cells == "any":
+        return cells
+    return [c for c in cells if min(c) == 0 or max(c) == n - 1]
+
+
+def _draw_table(rng: random.Random, skeleton: ManipTask) -> list[ManipObject]:
+    """The reds' and the blues' cells and jittered positions on the left table."""
+    st = skeleton.settings
+    n = st.cells_per_side
     cx, cy = skeleton.left_table.centre
     cells = [(i, j) for i in range(n) for j in range(n)]
-    outer = [c for c in cells if min(c) == 0 or max(c) == n - 1]
-    red_cells = rng.sample(outer, st.n_reds)
-    rest = [c for c in cells if c not in red_cells]
-    blue_cells = rng.sample(rest, min(st.n_distractors, len(rest)))
+    reds_at = rng.sample(red_cells(st), st.n_reds)
+    rest = [c for c in cells if c not in reds_at]
+    blues_at = rng.sample(rest, min(st.n_distractors, len(rest)))
 
     objects: list[ManipObject] = []
 
@@ -439,25 +491,35 @@ def generate_task(task_id: int, seed: int, settings: ManipSettings | None = None
         objects.append(ManipObject(name, kind, x, y, st.table_height, sections, colour[kind]))
 
     colour = {"red": RED, "blue": BLUE}
-    red = red_profile(st, fat)
-    for k, cell in enumerate(red_cells):
+    red = red_profile(st, skeleton.fat)
+    for k, cell in enumerate(reds_at):
         put(f"red_{k}", "red", cell, red)
     blue = ((0.0, st.distractor_height, st.distractor_radius),)
-    for k, cell in enumerate(blue_cells):
+    for k, cell in enumerate(blues_at):
         put(f"blue_{k}", "blue", cell, blue)
-    green = ((0.0, st.green_height, st.green_radius),)
-    for b in skeleton.bins:
-        if occupied[b.index]:
-            objects.append(
-                ManipObject(f"green_{b.index}", "green", b.x, b.y, b.floor_z, green, GREEN)
-            )
-    return ManipTask(task_id, seed, fat, tuple(objects), occupied, settings=st)
+    return objects
+
+
+def cell_of(task: ManipTask, obj: ManipObject) -> tuple[int, int]:
+    """The left table's grid cell (i, j) whose centre is nearest ``obj``."""
+    st = task.settings
+    n = st.cells_per_side
+    cx, cy = task.left_table.centre
+    return (
+        round((obj.x - cx) / st.pitch + (n - 1) / 2),
+        round((obj.y - cy) / st.pitch + (n - 1) / 2),
+    )
 
 
 def make_tasks(
-    split: str, count: int, seed: int = 0, settings: ManipSettings | None = None
+    split: str,
+    count: int,
+    seed: int = 0,
+    settings: ManipSettings | None = None,
+    accept: Callable[[ManipTask], bool] | None = None,
 ) -> list[ManipTask]:
     """``count`` tasks of ``split`` ("train" or "test"), seeded as NAMO's: task ``i`` of a
-    split has seed ``seed · 10000 + offset(split) + i``, so train and test never share one."""
+    split has seed ``seed · 10000 + offset(split) + i``, so train and test never share one;
+    ``accept`` as :func:`generate_task`'s."""
     base = seed * 10_000 + _SPLIT_OFFSET[split]
-    return [generate_task(i, base + i, settings) for i in range(count)]
+    return [generate_task(i, base + i, settings, accept) for i in range(count)]

@@ -143,7 +143,10 @@ class PlaceRefiner(MoveRefiner):
             return False
         if not self._inside((px, py, 0.0), 0.25):
             return False
-        if doors and any(math.hypot(px - d.x, py - d.y) < DOOR_KEEP_OUT for d in self.task.doors):
+        if doors and any(
+            math.hypot(px - d.x, py - d.y) < DOOR_KEEP_OUT
+            for d in self._doors_near(px, py, DOOR_KEEP_OUT)
+        ):
             return False
         clear = self.task.settings.base_half_extent + 0.35
         return not any(math.hypot(px - c[0], py - c[1]) < clear for c in keep_out)
