@@ -22,8 +22,9 @@ Prints a per-task table, the median ratio of planning time (pure ÷ CAMP) with a
 bootstrap interval, the ratio of the mean times (the slow tail, which the median hides),
 the runs' time differences paired (pure minus CAMP, same task and planner seed, with an
 interval), each planner's mean, median and 90th-percentile time, where that time went
-(task planning, motion planning, grasps and placements, and the part of them spent in
-collision checks), and the collision-check rate (before the runs, after them, and after
+(selection and CAMP construction, task planning, motion planning, grasps and placements,
+and the part of them spent in grid route searches and in collision checks), and the
+collision-check rate (before the runs, after them, and after
 them in a new process). A run that returns more than 50 ms past ``--timeout`` is listed
 with the stack sampled most often after its timeout
 (:class:`camp_planner.diagnostics.OverrunWatch`; in the JSON rows as
@@ -74,6 +75,7 @@ from camp_planner.core.errors import CampError
 from camp_planner.diagnostics import OverrunWatch, lateness
 from camp_planner.domains.namo.domain import route_context as namo_route_context
 from camp_planner.eval.paired import bootstrap_interval, paired_difference
+from camp_planner.eval.stages import STAGES, stage_means
 from camp_planner.learning.jsonl import RunCheckpoint
 from camp_planner.planners.registry import planner_version
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
@@ -379,8 +381,8 @@ def _run(args: argparse.Namespace, overrides: dict[str, Any]) -> int:
         }
     )
     lines.append(
-        "where the time went (mean seconds per run; collision checks are a part of the "
-        "stages before them):"
+        "where the time went (mean seconds per run; route searches and collision checks are "
+        "a part of the planning stages before them):"
     )
     for label in ("pure", "camp", "stilman"):
         means = summary[f"{label}_stage_means_s"]
@@ -497,22 +499,6 @@ def noise_lines(noise: dict[str, Any]) -> list[str]:
 def _ratio(a: float, b: float) -> float:
     """``a ÷ b``, with a zero time counted as a nanosecond (a ratio, never a division error)."""
     return a / max(b, 1e-9)
-
-
-# The stages a run's time is broken down into, as the planners name them, and as printed.
-STAGES = (
-    ("task_planning", "task planning"),
-    ("motion_planning", "motion planning"),
-    ("grasp_place", "grasps and placements"),
-    ("collision_checks", "collision checks"),
-)
-
-
-def stage_means(runs: list[dict[str, Any]]) -> dict[str, float]:
-    """The mean seconds per run of each stage in :data:`STAGES` that any run reports (a run
-    that does not report a stage, e.g. one resumed from an older checkpoint, counts 0)."""
-    keys = [k for k, _ in STAGES if any(k in r.get("stage_times_s", {}) for r in runs)]
-    return {k: statistics.fmean(r.get("stage_times_s", {}).get(k, 0.0) for r in runs) for k in keys}
 
 
 def _measure(

@@ -6,9 +6,12 @@ size, ``research/config/namo-grid3.yaml``,
 task, the median planning time of pure TAMP, the CAMP and Stilman's algorithm with their
 success rates, the median ratio pure ÷ CAMP with its 95 % interval, the paired time saved
 and the boxes pure planning and the CAMP moved per run (runs recorded since 2026-11-27), as a
-Markdown table;
-``--plot`` draws median times (with the interquartile range) and the ratio against the
-boxes per task. It reads the files only (no planning).
+Markdown table; then, per run, where pure planning's and the CAMP's time went (selection
+and CAMP construction, task and motion planning, grasps and placements, route searches,
+collision checks, and the rest: the simulator's steps and the symbolic bookkeeping of
+refinement; mean seconds per run) as a second. ``--plot`` draws median times (with the
+interquartile range) and the ratio against the boxes per task. It reads the files only
+(no planning).
 
 ``--paired`` with two runs of the same tasks and planner seeds (e.g. two settings) also
 prints each planner's time, the first run minus the second, paired run by run.
@@ -35,6 +38,7 @@ from typing import Any
 
 from camp_planner.core.errors import CampError
 from camp_planner.eval.paired import bootstrap_interval, paired_difference
+from camp_planner.eval.stages import STAGES, TOP_STAGES, stage_means
 
 PLANNERS = (("pure", "pure TAMP"), ("camp", "CAMP"), ("stilman", "Stilman"))
 
@@ -185,6 +189,25 @@ def markdown(stats: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def stage_markdown(runs: list[dict[str, Any]]) -> str:
+    """Where pure planning's and the CAMP's time went in each run (mean seconds per run, by
+    :data:`~camp_planner.eval.stages.STAGES`), side by side: one row per run and planner."""
+    lines = [
+        "| run | planner | total | " + " | ".join(n for _, n in STAGES) + " | the rest |",
+        "|---" * (4 + len(STAGES)) + "|",
+    ]
+    for run in runs:
+        for key, label in PLANNERS[:2]:
+            results = [r[key] for r in run["rows"]]
+            means = stage_means(results)
+            total = statistics.fmean(float(r["compute_time_s"]) for r in results)
+            cells = [f"{means[k]:.2f}" if k in means else "–" for k, _ in STAGES]
+            rest = total - sum(means.get(k, 0.0) for k in TOP_STAGES)
+            row = f"| {run['path'].stem} | {label} | {total:.2f} | " + " | ".join(cells)
+            lines.append(f"{row} | {rest:.2f} |")
+    return "\n".join(lines)
+
+
 def plot(stats: list[dict[str, Any]], out: Path) -> None:
     import matplotlib
 
@@ -246,6 +269,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plot_bench_namo: error: {exc}", file=sys.stderr)
         return 2
     print(markdown(stats))
+    print(
+        "\nWhere the time went (mean seconds per run; route searches and collision checks are "
+        "a part of the planning stages before them):\n"
+    )
+    print(stage_markdown(runs))
     if paired is not None:
         print(f"\n{runs[0]['path'].stem} minus {runs[1]['path'].stem}, per run [95 %]:")
         for label, d in paired.items():

@@ -16,6 +16,7 @@ def _bench(
     boxes: float,
     ratio: float,
     picks: dict[str, list[int]] | None = None,
+    stage_times: dict[str, dict[str, float]] | None = None,
 ) -> Path:
     n = len(times["pure"])
     rows = [
@@ -25,6 +26,9 @@ def _bench(
     for key, counts in (picks or {}).items():
         for row, count in zip(rows, counts, strict=True):
             row[key]["picks"] = count
+    for key, stages in (stage_times or {}).items():
+        for row in rows:
+            row[key]["stage_times_s"] = stages
     summary = {
         "median_ratio_pure_over_camp": ratio,
         "median_ratio_interval_95": [ratio / 2, ratio * 2],
@@ -49,10 +53,16 @@ def test_table_and_plot_come_from_the_rows(
         55.5,
         4.5,
         picks={"pure": [6, 7, 11], "camp": [2, 2, 3], "stilman": [1, 1, 1]},
+        stage_times={
+            "pure": {"task_planning": 1.0, "motion_planning": 9.0, "grasp_place": 3.0}
+            | {"route_search": 2.0, "collision_checks": 4.0, "setup": 0.0},
+            "camp": {"task_planning": 0.25, "motion_planning": 0.5, "grasp_place": 0.5}
+            | {"route_search": 0.1, "collision_checks": 0.3, "setup": 0.5},
+        },
     )
     out = tmp_path / "img" / "scaling.png"
     assert load_script("plot_bench_namo").main([str(small), str(large), "--plot", str(out)]) == 0
-    text = capsys.readouterr().out
+    text, stages = capsys.readouterr().out.split("Where the time went")
     lines = [line for line in text.splitlines() if line.startswith("| grid")]
     assert len(lines) == 2
     # Medians, means and successes of each planner, then the ratio with its interval.
@@ -66,6 +76,14 @@ def test_table_and_plot_come_from_the_rows(
     assert "| grid5 | 55.5 | 9.00 (15.67) | 2/3 |" in lines[1]
     assert lines[1].endswith(", 3/3 | 8.0 / 2.3 |")
     assert out.stat().st_size > 10_000
+    # Then where each run's time went, pure planning beside the CAMP: stage means per run,
+    # and the rest of the mean time (15.67 − 1 − 9 − 3 s; 2 − 0.5 − 0.25 − 0.5 − 0.5 s).
+    rows = [line for line in stages.splitlines() if line.startswith("| grid5")]
+    assert rows == [
+        "| grid5 | pure TAMP | 15.67 | 0.00 | 1.00 | 9.00 | 3.00 | 2.00 | 4.00 | 2.67 |",
+        "| grid5 | CAMP | 2.00 | 0.50 | 0.25 | 0.50 | 0.50 | 0.10 | 0.30 | 0.25 |",
+    ]
+    assert "| grid3 | CAMP | 2.00 | – | – | – | – | – | – | 2.00 |" in stages
 
 
 def test_files_that_are_not_bench_runs_are_refused(
@@ -101,7 +119,8 @@ def test_runs_of_one_world_joined_with_plus_are_pooled(
         5.0,
     )
     assert plot.main([f"{first}+{second}"]) == 0
-    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("| grid6")]
+    table = capsys.readouterr().out.split("Where the time went")[0]
+    (line,) = [x for x in table.splitlines() if x.startswith("| grid6")]
     # Five rows pooled: pure medians over all five, ratios 2, 3, 4, 1, 9 -> median 3.
     assert line.startswith("| grid6 + 1 more | 90.0 | 4.00 (4.40) | 5/5 |")
     assert "| 3.00× [" in line

@@ -502,6 +502,8 @@ def test_a_box_in_the_gripper_is_the_task_s_held_box(case: Case) -> None:
     hx, hy, hz = hold_point(robot, 0.7)
     assume(room != 8 and _representable(generate_task(seed, seed), robot, boxes))
     assume(all(math.dist((hx, hy), xy) > 0.45 for xy in boxes.values()))
+    # A robot facing a wall closely holds the box through it: a scene refused, rightly.
+    assume(0.25 < hx % 3.0 < 2.75 and 0.25 < hy % 3.0 < 2.75)
     carried = SceneObject("crate", "box", Pose.planar(hx, hy, yaw, hz), (0.3, 0.3, 0.7), True)
     task, slot_of = task_from_scene(dataclasses.replace(scene, objects=(*scene.objects, carried)))
     assert task.held == slot_of["crate"]

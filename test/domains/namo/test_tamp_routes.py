@@ -129,7 +129,7 @@ def _one_search(iface: Any, start: Pose2D, goal: Pose2D) -> list[Pose2D] | None:
     open_around(blocked, s, t)
     cost = np.where(under, BOX_CELL_COST, np.where(near, NEAR_BOX_CELL_COST, 1.0))
     cost[blocked] = np.inf
-    _, indices, indptr = whole_grid_graph(n)
+    _, indices, indptr = whole_grid_graph(n, n)
     graph = csr_matrix((cost.ravel()[indices], indices, indptr), shape=(n * n, n * n))
     src, dst = s[0] * n + s[1], t[0] * n + t[1]
     dist, parent = dijkstra(graph, indices=src, return_predecessors=True)
@@ -282,5 +282,47 @@ def test_a_relaxed_path_keeps_its_ends_headings_near_its_ends() -> None:
         elif math.hypot(x - goal[0], y - goal[1]) < HOLD_HEADING:
             assert heading == goal[2]
     assert any(abs(h) < 0.2 for _, _, h in path)  # between the ends: along the way (+x)
+    iface.close()
+    mdp.close()
+
+
+@pytest.mark.pybullet
+def test_a_camps_crop_of_the_grid_finds_what_the_whole_grid_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under a context the route searches run on the crop around the allowed rooms: the
+    same reachability and the same fewest-boxes paths (ties included) as on the whole grid,
+    for ends inside the allowed rooms and outside them, on far fewer cells."""
+    from camp_planner.domains.namo.tamp import NamoTampInterface
+    from camp_planner.domains.namo.world import generate_task
+
+    task = generate_task(0, seed=3)
+    mdp = NamoMDP.from_task(task)
+    allowed = frozenset({0, 1, 4})
+    iface = NamoTampInterface(
+        mdp, mdp.initial_state(), allowed, seed=0, settings=InterfaceSettings()
+    )
+    rng = np.random.default_rng(1)
+    inside = [(float(x), float(y), 0.0) for x, y in rng.uniform(0.3, 2.7, size=(6, 2))]
+    inside += [(x + 3.0, y, h) for x, y, h in inside[:3]] + [(4.5, 4.5, 0.0)]
+    goals: list[Pose2D] = inside + [(box.x, box.y, 0.0) for box in task.boxes]
+    starts = [task.start, inside[4], inside[-1]]
+
+    def searched() -> tuple[list[Any], list[bool], int]:
+        before = iface.grid_cells
+        paths = [iface._fewest_boxes_paths(start, goals, "") for start in starts]
+        reach = [iface._connected(s, g, False, "") for s in starts for g in goals]
+        return paths, reach, iface.grid_cells - before
+
+    paths, reach, cells = searched()
+    crop = iface._view(scoped=True)
+    whole = iface._view(scoped=False)
+    assert crop is not whole and crop.static.size < whole.static.size * 0.6
+    monkeypatch.setattr(iface, "_view_for", lambda *cells: whole)
+    whole_paths, whole_reach, whole_cells = searched()
+    assert paths == whole_paths
+    assert reach == whole_reach
+    assert any(reach) and not all(reach)
+    assert cells < whole_cells
     iface.close()
     mdp.close()

@@ -13,15 +13,16 @@ import math
 import random
 import time
 from collections.abc import Iterator
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from camp_planner.core.mdp import Action, State
 from camp_planner.domains.namo.layout import layout
 from camp_planner.domains.namo.world import Door, NamoTask, Pose2D
 from camp_planner.planners.tamp import InterfaceSettings
 from camp_planner.sim.floor_scene import FloorScene
+
+if TYPE_CHECKING:
+    from camp_planner.domains.namo.tamp.grid import GridView
 
 # Motion plans keep this clearance, so that executing them (checked more finely, without
 # clearance) never grazes what the planner's coarser checks passed.
@@ -106,8 +107,8 @@ class InterfaceBase:
         self._clear_failed = False  # this move's grid-clear OMPL query found no path
         self.keep_out: list[Pose2D] = []
         self.order: list[str] = []
-        self._static_blocked: np.ndarray | None = None
-        self._region: tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+        # The route grids' crop around the allowed rooms (True) and whole grid (False).
+        self._grid_views: dict[bool, GridView] = {}
         self._zoned = False
         self._doors_by_room: dict[int, list[Door]] | None = None  # built on first use
         self._forbidden = [
