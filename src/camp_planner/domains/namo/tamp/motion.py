@@ -1,11 +1,10 @@
 """Base motions for NAMO's TAMP interface: OMPL queries in SE(2), within one room, doorway
-to doorway across rooms, or across every room it may enter.
+to doorway across rooms, or across the whole world.
 
 A motion whose start and goal share a room is planned in that room's bounds first; one
 across rooms is split at the doorways of its grid route (:mod:`.routes`) into one query per
-room. A query in the bounds of every room the motion may enter (the whole world, or a
-CAMP's allowed rooms) is the fallback for both, since a way round through another room may
-exist. Every query checks its edges every ``EDGE_STEP_M``, is seeded from the
+room. The whole world's query is the fallback for both, since a way round through another
+room may exist. Every query checks its edges every ``EDGE_STEP_M``, is seeded from the
 planning call's own random numbers and is budgeted in validity checks (:mod:`.work`), so a
 call's motions depend on its task, context, seed and settings alone. Under a CAMP every
 sample is tested against the allowed rooms, except in queries whose bounds lie in them.
@@ -126,8 +125,9 @@ class MotionPlanning(RouteSearch, WorkAccounting):
         ``ignore_boxes``), with ``timeout`` of work (default ``motion_timeout``) capped by
         ``deadline``: guided doorway to doorway or within its room first (not a motion
         through boxes, which is one query, as the paper's interface layer plans it), then
-        in the bounds of everywhere it may go (:meth:`_scope_bounds`) if that found no path."""
+        in the whole world's bounds if that found no path."""
         scene = self._scene()
+        size = self.task.settings.world_size
         t0 = time.perf_counter()
         if not self._connected(start, goal, ignore_boxes, solid):
             # Not even the disc inscribed in the base fits through: no path exists, and OMPL
@@ -145,7 +145,8 @@ class MotionPlanning(RouteSearch, WorkAccounting):
                 result = self._plan_in_room(start, goal, valid, budget, deadline)
             budget -= self.work() - w0
         if result is None or result.path is None:
-            result = self._query(start, goal, self._scope_bounds(), valid, budget, deadline)
+            world = (0.0, 0.0, size, size)
+            result = self._query(start, goal, world, valid, budget, deadline)
         self.checks += scene.checks - before
         self._timed("motion_planning", t0)
         # A query may return a little past the call's deadline (OMPL's budget was what was
@@ -211,22 +212,6 @@ class MotionPlanning(RouteSearch, WorkAccounting):
             path += piece.path[1:]
             vertices += piece.vertices[1:]
         return MotionResult(path, time.perf_counter() - t0, checks, False, vertices)
-
-    def _scope_bounds(self) -> tuple[float, float, float, float]:
-        """OMPL's bounds for a motion anywhere it may go: the whole world, or under a CAMP
-        the box around its allowed rooms' bounds. The room test rejects every sample whose
-        centre lies in no allowed room, so these bounds leave out only samples it rejects,
-        where the world's bounds spent most of a large world's samples on them."""
-        if self.allowed is None:
-            size = self.task.settings.world_size
-            return (0.0, 0.0, size, size)
-        rooms = [self._room_bounds(room) for room in self.allowed]
-        return (
-            min(b[0] for b in rooms),
-            min(b[1] for b in rooms),
-            max(b[2] for b in rooms),
-            max(b[3] for b in rooms),
-        )
 
     def _room_bounds(self, room: int) -> tuple[float, float, float, float]:
         """OMPL's bounds for a motion inside ``room``: its rectangle grown by what the base
