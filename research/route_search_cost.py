@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     except CampError as exc:
         print(f"route_search_cost: error: {exc}", file=sys.stderr)
         return 2
+    from camp_planner.domains.namo.mdp import NamoMDP
     from camp_planner.domains.namo.tamp import NamoTampInterface
     from camp_planner.planners.tamp import InterfaceSettings
 
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[str, list[tuple[float, float]]] = {"pure": [], "CAMP": []}
     for task in pipe.domain.make_tasks(pipe.config, "test"):
         mdp = pipe.domain.make_mdp(task, pipe.config)
+        assert isinstance(mdp, NamoMDP)
         rooms = frozenset(int(str(v)) for v in route_context(task).allowed_values()["robot_room"])
         x0, y0, x1, y1 = task.room_rect(sorted(rooms)[min(3, len(rooms) - 1)])
         goal = ((x0 + x1) / 2, (y0 + y1) / 2, 0.0)
