@@ -22,21 +22,16 @@ from camp_planner.domains.namo.domain import route_context
 from camp_planner.workflow import DEFAULT_ARTIFACTS, Pipeline
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, required=True, help="a NAMO configuration")
-    parser.add_argument("--tasks", type=_positive, default=3, help="test tasks")
-    parser.add_argument("--repeats", type=_positive, default=20, help="timed calls of each")
+    parser.add_argument("--tasks", type=int, default=3, help="test tasks")
+    parser.add_argument("--repeats", type=int, default=20, help="timed calls of each")
     parser.add_argument("--task-seed", type=int, help="draw the test tasks from this seed")
     parser.add_argument("--artifacts", type=Path, default=DEFAULT_ARTIFACTS)
     args = parser.parse_args(argv)
+    if args.tasks < 1 or args.repeats < 1:
+        parser.error("--tasks and --repeats must be at least 1")
     try:
         pipe = Pipeline.create("namo", args.config, args.artifacts)
     except CampError as exc:
